@@ -1,0 +1,7 @@
+"The public API of fastrepro, as `fastai.vision.all` gathers fastai's: `from fastrepro.all import *`."
+from .seed import *
+from .data import *
+from .callback import *
+from .learner import *
+from .verify import *
+from .examples import *
