@@ -18,14 +18,16 @@ __all__ = ['RunRecorder', 'run_once', 'run_fresh', 'ReproReport', 'verify_reprod
 
 # %% ../nbs/04_verify.ipynb #6f813b9d
 class RunRecorder(Callback):
-    "Collect per-epoch metrics and per-batch losses across all fits, skipping `lr_find`."
+    "Collect per-epoch metrics and per-batch losses across all fits, skipping `lr_find`, `validate` and `get_preds`."
     order = 55  # after Recorder, which fills `values` in its `after_epoch`
     def __init__(self): self.names, self.epochs, self.losses = [], [], []
     def _skip(self): return any(isinstance(cb, LRFinder) for cb in self.learn.cbs)
+    def before_epoch(self): self.trained = False  # validation contexts fire epoch events too, with no training
+    def before_train(self): self.trained = not self._skip()
     def after_batch(self):
-        if self.training and not self._skip(): self.losses.append(self.loss.item())
+        if self.training and self.trained: self.losses.append(self.loss.item())
     def after_epoch(self):
-        if self._skip() or not self.recorder.values: return
+        if not self.trained: return
         self.names = list(self.recorder.metric_names[1:-1])
         self.epochs.append([float(v) for v in self.recorder.values[-1]])
 
