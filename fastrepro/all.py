@@ -5,3 +5,5 @@ from .callback import *
 from .learner import *
 from .verify import *
 from .examples import *
+from .fingerprint import *
+from .manifest import *

@@ -10,6 +10,7 @@ from fastai.callback.core import Callback, TrainEvalCallback
 from fastai.callback.schedule import LRFinder
 from .seed import check_seed, check_deterministic, key, set_seed
 from .data import reseed_dls, set_epoch
+from .manifest import start_fit_manifest, end_fit_manifest
 
 # %% auto #0
 __all__ = ['REBUILD_MODES', 'ReproCallback', 'rebuild_dls']
@@ -22,11 +23,14 @@ class ReproCallback(Callback):
     order = TrainEvalCallback.order - 10
     def __init__(self, seed:int=None, # the run's seed; None: `learn.repro_seed`, else 42
                  rebuild:str='reseed', # 'reseed' rekeys the loaders; 'full' rebuilds them from the DataBlock
-                 deterministic=None): # `set_seed`'s mode; None: `learn.repro_deterministic`, else 'warn'
+                 deterministic=None, # `set_seed`'s mode; None: `learn.repro_deterministic`, else 'warn'
+                 manifest:bool=True, # write a run manifest for every fit (see `fastrepro.manifest`)
+                 runs_dir=None): # where manifests go: None is `$FASTREPRO_RUNS`, else `./runs`
         if seed is not None: check_seed(seed)
         if rebuild not in REBUILD_MODES: raise ValueError(f"`rebuild` must be one of {REBUILD_MODES}, got {rebuild!r}")
         if deterministic is not None: check_deterministic(deterministic)
-        self.seed, self.rebuild, self.deterministic, self.active = seed, rebuild, deterministic, False
+        self.seed, self.rebuild, self.deterministic, self.manifest, self.runs_dir = seed, rebuild, deterministic, manifest, runs_dir
+        self.active, self.m = False, None
 
     def _resolve(self, attr, default): return getattr(self, attr) if getattr(self, attr) is not None else getattr(self.learn, f'repro_{attr}', default)
 
@@ -34,17 +38,29 @@ class ReproCallback(Callback):
         self.active = [cb for cb in self.learn.cbs if isinstance(cb, ReproCallback)][-1] is self
         if not self.active: return
         seed, self.n = self._resolve('seed', 42), getattr(self.learn, 'repro_fits', 0)
-        self.counted = any(isinstance(cb, LRFinder) for cb in self.learn.cbs)  # lr_find never counts
+        self.counted, self.cancelled = any(isinstance(cb, LRFinder) for cb in self.learn.cbs), False  # lr_find never counts
         fit = f'lr_find:{self.n}' if self.counted else self.n
         if self.rebuild == 'full' and not self.learn.lock.locked(): rebuild_dls(self.learn, seed)  # not in validate/get_preds
         self.learn.repro_record = set_seed(key(seed, 'fit', fit), reproducible=True, deterministic=self._resolve('deterministic', 'warn'))
         reseed_dls(self.dls, seed, fit)
+        self.fit_seed, self.m = seed, None  # a manifest left by a fit that raised stays `running` on disk
 
     def before_epoch(self):
         if self.active: set_epoch(self.dls, self.epoch)
 
     def before_train(self):
-        if self.active and not self.counted: self.learn.repro_fits, self.counted = self.n + 1, True
+        if not self.active or self.counted: return
+        self.learn.repro_fits, self.counted = self.n + 1, True
+        if self.manifest:
+            self.m = start_fit_manifest(self.learn, self.fit_seed, self.learn.repro_record.as_dict(), fit=self.n)
+            self.learn.repro_manifest = end_fit_manifest(self.learn, self.m, None, self.runs_dir)  # status `running`
+
+    def after_cancel_fit(self): self.cancelled = True
+
+    def after_fit(self):
+        if self.m is None: return
+        self.learn.repro_manifest = end_fit_manifest(self.learn, self.m, 'cancelled' if self.cancelled else 'completed', self.runs_dir)
+        self.m = None
 
 # %% ../nbs/02_callback.ipynb #a91f02f0
 def rebuild_dls(learn, seed:int):

@@ -1,0 +1,131 @@
+"Run manifests end to end: fresh processes, what diff names, secrets, crashes while writing, concurrent writers, the CLI."
+import json, os, shutil, signal, subprocess, sys, time
+from pathlib import Path
+import pytest
+
+JOB = Path(__file__).parent/'manifest_job.py'
+SECRETS = {'MY_API_TOKEN': 'tok-3f9a8b7c6d5e4f3a2b1c', 'SERVICE_KEY': 'k3y-value-0123456789', 'DB_SECRET_SALT': 'saltsaltsalt-42',
+           'ADMIN_PASSWORD': 'hunter2-but-longer', 'NCCL_SOCKET_IFNAME': 'AKIAIOSFODNN7EXAMPLE', 'AWS_ACCESS_KEY_ID': 'AKIAI44QH8DHBEXAMPLE'}
+REMOTE_TOKEN = 'ghp_abcdefghijklmnopqrstuvwxyz0123456789'
+
+def _run(cwd, runs, *args):
+    env = {**os.environ, **SECRETS, 'FASTREPRO_RUNS': str(runs)}
+    p = subprocess.run([sys.executable, str(JOB), *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return Path(p.stdout.strip().splitlines()[-1])
+
+def _git(cwd, *args): subprocess.run(['git', *args], cwd=cwd, check=True, capture_output=True)
+
+@pytest.fixture(scope='module')
+def world(tmp_path_factory):
+    "A git repo as the working directory, a copy of the digits, and manifests of runs that each change one thing."
+    from fastrepro.examples import digits_path
+    root = tmp_path_factory.mktemp('manifests')
+    repo, runs, data = root/'repo', root/'runs', root/'digits'
+    repo.mkdir(); shutil.copytree(digits_path(), data)
+    (repo/'train.py').write_text('lr = 1e-2\n')
+    _git(repo, 'init', '-q'); _git(repo, 'add', '.')
+    _git(repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'init')
+    _git(repo, 'remote', 'add', 'origin', f'https://alice:{REMOTE_TOKEN}@example.com/team/repo.git')
+    m = dict(base=_run(repo, runs, 'digits', data, 42, 1e-2), again=_run(repo, runs, 'digits', data, 42, 1e-2),
+             seed=_run(repo, runs, 'digits', data, 7, 1e-2), lr=_run(repo, runs, 'digits', data, 42, 3e-3))
+    png = sorted((data/'train').rglob('*.png'))[0]
+    original = png.read_bytes()
+    png.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))
+    m['data'] = _run(repo, runs, 'digits', data, 42, 1e-2)
+    png.write_bytes(original)
+    (repo/'train.py').write_text('lr = 3e-3\n')
+    m['code'] = _run(repo, runs, 'digits', data, 42, 1e-2)
+    return dict(runs=runs, repo=repo, m=m)
+
+def _cli(*args, runs=None):
+    env = {**os.environ, **({'FASTREPRO_RUNS': str(runs)} if runs else {})}
+    cmd = 'import sys; from fastrepro.cli import main; sys.exit(main())'  # what the `fastrepro` console script runs
+    return subprocess.run([sys.executable, '-c', cmd, *map(str, args)], capture_output=True, text=True, env=env)
+
+def _load(p):
+    from fastrepro.manifest import load_manifest
+    return load_manifest(p)
+
+def test_manifest_fields_filled(world):
+    m = _load(world['m']['base'])
+    assert m['status'] == 'completed' and m['duration_s'] > 0
+    assert m['code']['commit'] and m['code']['dirty'] is False and m['code']['remote'] == 'https://example.com/team/repo.git'
+    assert m['environment']['packages']['fastai'] and m['environment']['torch']
+    assert m['hardware']['cpu_count'] >= 1 and m['hardware']['gpus'] is None  # null on CPU, not missing
+    assert m['data']['splits']['train']['n'] == 1437 and m['data']['vocab_sha256']
+    assert m['hyperparameters']['bs'] == 64 and m['hyperparameters']['num_workers'] == 0
+    assert m['results']['final']['accuracy'] > 0.1 and m['results']['final_weights_sha256']
+    assert m['randomness']['seed'] == 42 and m['randomness']['set_seed']['deterministic'] == 'warn'
+
+def test_fresh_runs_differ_in_nothing_that_matters(world):
+    from fastrepro.manifest import diff_manifests
+    m = world['m']
+    assert diff_manifests(_load(m['base']), _load(m['again'])).matters == []
+    assert _cli('diff', m['base'], m['again']).returncode == 0
+
+@pytest.mark.parametrize('change,layer', [('seed', 'randomness'), ('lr', 'hyperparameters'), ('data', 'data'), ('code', 'code')])
+def test_diff_names_the_layer(world, change, layer):
+    from fastrepro.manifest import diff_manifests
+    d = diff_manifests(_load(world['m']['base']), _load(world['m'][change]))
+    assert layer in d.layers(), (change, str(d))
+    r = _cli('diff', world['m']['base'], world['m'][change])
+    assert r.returncode == 1 and f'{layer}:' in r.stdout
+
+def test_diff_names_only_the_data_split_that_changed(world):
+    from fastrepro.manifest import diff_manifests
+    fields = [f for l, f, *_ in diff_manifests(_load(world['m']['base']), _load(world['m']['data'])).matters if l == 'data']
+    assert 'data.splits.train.sha256' in fields and 'data.splits.valid.sha256' not in fields
+
+def test_no_secret_reaches_a_manifest(world):
+    texts = [p.read_text() for p in world['runs'].glob('*.json')]
+    assert len(texts) == 6
+    for t in texts:
+        for v in [*SECRETS.values(), REMOTE_TOKEN, 'alice']: assert v not in t, v
+        for name in ('MY_API_TOKEN', 'SERVICE_KEY', 'DB_SECRET_SALT', 'ADMIN_PASSWORD', 'AWS_ACCESS_KEY_ID'): assert name not in t, name
+
+def test_cli_show_runs_and_errors(world):
+    runs, base = world['runs'], world['m']['base']
+    r = _cli('show', base.stem, runs=runs); assert r.returncode == 0 and base.stem in r.stdout
+    r = _cli('runs', runs); assert r.returncode == 0 and len(r.stdout.splitlines()) == 6
+    r = _cli('check-env', base); assert r.returncode == 0, r.stdout
+    assert _cli('show', 'nothing-like-this', runs=runs).returncode == 2
+    r = _cli('show', base.stem[:6], runs=runs); assert r.returncode == 2 and 'matches 6 runs' in r.stderr
+    assert _cli('diff', '--help').returncode == 0
+
+def test_check_env_flags_a_changed_environment(world, tmp_path):
+    m = json.loads(world['m']['base'].read_text())
+    m['environment']['packages']['torch'] = '1.0.0'
+    (tmp_path/'old.json').write_text(json.dumps(m))
+    r = _cli('check-env', tmp_path/'old.json')
+    assert r.returncode == 1 and 'torch 1.0.0' in r.stdout
+
+WRITER = """
+import sys
+from fastrepro.manifest import new_manifest, write_manifest
+m = new_manifest(seed=1); m['results'] = dict(big='x' * 2_000_000)
+while True: write_manifest(m, sys.argv[1])
+"""
+
+def test_sigkill_while_writing_leaves_no_broken_manifest(tmp_path):
+    from fastrepro.manifest import load_manifest
+    runs = tmp_path/'runs'
+    for delay in (1.5, 1.9, 2.3, 2.7):
+        p = subprocess.Popen([sys.executable, '-c', WRITER, str(runs)])
+        time.sleep(delay); p.send_signal(signal.SIGKILL); p.wait()
+    done = list(runs.glob('*.json'))
+    assert done, 'the writer never finished a manifest: the test proves nothing'
+    for f in done: load_manifest(f)
+    assert all(f.name.startswith('.tmp-') for f in runs.iterdir() if f.suffix != '.json')
+
+def test_sixteen_concurrent_fits(tmp_path):
+    from fastrepro.manifest import load_manifest
+    runs, start = tmp_path/'runs', time.time() + 25
+    env = {**os.environ, 'FASTREPRO_RUNS': str(runs)}
+    procs = [subprocess.Popen([sys.executable, str(JOB), 'tabular', str(start)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(16)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [e[-500:] for _, e in outs if e]
+    files = sorted(runs.glob('*.json'))
+    assert len(files) == 16 and len({f.name for f in files}) == 16
+    assert all(load_manifest(f)['status'] == 'completed' for f in files)
