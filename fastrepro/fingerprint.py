@@ -153,7 +153,10 @@ def fingerprint_dls(dls, cache=True) -> dict:
     paths = [o for s in splits if not isinstance(s, pd.DataFrame) for o in s if isinstance(o, (str, os.PathLike))]
     root = os.path.commonpath([os.path.abspath(p) for p in paths]) if paths else None
     names = ['train', 'valid'] + [f'loader{i}' for i in range(2, len(splits))]
-    fps = {n: fingerprint_items(s, root, cache) for n, s in zip(names, splits)}
+    hc = HashCache() if cache is True else cache  # one connection for all the splits
+    try: fps = {n: fingerprint_items(s, root, hc) for n, s in zip(names, splits)}
+    finally:
+        if cache is True: hc.close()
     vocab = getattr(dls, 'vocab', None)
     return dict(items=dict(sha256=_combine(sorted((n, f['sha256']) for n, f in fps.items())), n=sum(f['n'] for f in fps.values())),
                 splits=fps, vocab_sha256=hashlib.sha256(repr(list(vocab)).encode()).hexdigest() if vocab is not None else None)
