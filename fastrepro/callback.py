@@ -6,9 +6,11 @@ Docs: https://fastrepro.github.io/fastrepro/callback.html.md"""
 
 # %% ../nbs/02_callback.ipynb #eb3f07d3
 from __future__ import annotations
-from fastai.callback.core import Callback, TrainEvalCallback
+import warnings
+from fastcore.basics import noop
+from fastai.callback.core import Callback, TrainEvalCallback, CancelFitException
 from fastai.callback.schedule import LRFinder
-from .seed import check_seed, check_deterministic, key, set_seed
+from .seed import check_seed, check_deterministic, key, set_seed, NondeterministicOps
 from .data import reseed_dls, set_epoch
 from .manifest import start_fit_manifest, end_fit_manifest
 
@@ -30,7 +32,7 @@ class ReproCallback(Callback):
         if rebuild not in REBUILD_MODES: raise ValueError(f"`rebuild` must be one of {REBUILD_MODES}, got {rebuild!r}")
         if deterministic is not None: check_deterministic(deterministic)
         self.seed, self.rebuild, self.deterministic, self.manifest, self.runs_dir = seed, rebuild, deterministic, manifest, runs_dir
-        self.active, self.m = False, None
+        self.active, self.m, self.ops = False, None, None
 
     def _resolve(self, attr, default): return getattr(self, attr) if getattr(self, attr) is not None else getattr(self.learn, f'repro_{attr}', default)
 
@@ -43,7 +45,8 @@ class ReproCallback(Callback):
         if self.rebuild == 'full' and not self.learn.lock.locked(): rebuild_dls(self.learn, seed)  # not in validate/get_preds
         self.learn.repro_record = set_seed(key(seed, 'fit', fit), reproducible=True, deterministic=self._resolve('deterministic', 'warn'))
         reseed_dls(self.dls, seed, fit)
-        self.fit_seed, self.m = seed, None  # a manifest left by a fit that raised stays `running` on disk
+        self.fit_seed, self.m, self.ops = seed, None, None
+        if self.manifest and not self.counted: self.learn._with_events = _FailedFitGuard(self)
 
     def before_epoch(self):
         if self.active: set_epoch(self.dls, self.epoch)
@@ -52,15 +55,43 @@ class ReproCallback(Callback):
         if not self.active or self.counted: return
         self.learn.repro_fits, self.counted = self.n + 1, True
         if self.manifest:
+            if self.learn.repro_record.warn_only: self.ops = NondeterministicOps().start()
             self.m = start_fit_manifest(self.learn, self.fit_seed, self.learn.repro_record.as_dict(), fit=self.n)
             self.learn.repro_manifest = end_fit_manifest(self.learn, self.m, None, self.runs_dir)  # status `running`
 
     def after_cancel_fit(self): self.cancelled = True
 
     def after_fit(self):
+        _remove_guard(self.learn)
+        if self.m is not None: self._end('cancelled' if self.cancelled else 'completed')
+
+    def _end(self, status, error=None):
+        "Stop counting non-deterministic ops and write the fit's final manifest."
+        m, ops, self.m, self.ops = self.m, self.ops, None, None
+        # warn-only counts what ran; strict mode would have raised at the first such op; with determinism off, nobody knows
+        m['randomness']['nondeterministic_ops'] = ops.stop() if ops else ({} if self.learn.repro_record.deterministic_algorithms else None)
+        self.learn.repro_manifest = end_fit_manifest(self.learn, m, status, self.runs_dir, error)
+
+    def _failed(self, e:BaseException):
+        _remove_guard(self.learn)
         if self.m is None: return
-        self.learn.repro_manifest = end_fit_manifest(self.learn, self.m, 'cancelled' if self.cancelled else 'completed', self.runs_dir)
-        self.m = None
+        try: self._end('cancelled' if isinstance(e, KeyboardInterrupt) else 'failed', e)
+        except Exception as w: warnings.warn(f"fastrepro could not write the manifest of the fit that raised {e!r}: {w!r}")
+
+# %% ../nbs/02_callback.ipynb #5826e8f5
+class _FailedFitGuard:
+    "Stands in for `learn._with_events` during a fit: an exception escaping an epoch ends the fit's manifest, then propagates."
+    def __init__(self, cb:ReproCallback): self.cb = cb
+    def __call__(self, f, event_type, ex, final=noop):
+        learn = self.cb.learn
+        if event_type != 'epoch': return type(learn)._with_events(learn, f, event_type, ex, final)
+        try: return type(learn)._with_events(learn, f, event_type, ex, final)
+        except CancelFitException: raise  # fastai's own early stop: `after_cancel_fit` records it
+        except BaseException as e: self.cb._failed(e); raise
+
+def _remove_guard(learn):
+    "Give `learn` back the class's `_with_events`."
+    learn.__dict__.pop('_with_events', None)
 
 # %% ../nbs/02_callback.ipynb #a91f02f0
 def rebuild_dls(learn, seed:int):

@@ -30,6 +30,14 @@ def resolve_run(run:str, runs=None) -> Path:
 # %% ../nbs/08_cli.ipynb #614e2c72
 def _fmt(v): return f"{v:.6g}" if isinstance(v, float) else str(v)
 
+def _ops(ops): return 'not recorded' if ops is None else ', '.join(f"{k} ×{n}" for k, n in ops.items()) or 'none'
+
+def _call(hp):
+    "The outermost fit call, as written: `fit_one_cycle(n_epoch=1, lr_max=[0.01], ...)`."
+    calls = hp.get('calls') or {hp.get('method'): {}}
+    name, args = next(iter(calls.items()))
+    return f"{name}({', '.join(f'{k}={_fmt(v)}' for k, v in args.items())})"
+
 def show(m:dict) -> str:
     "A readable summary of manifest `m`."
     r, c, e, h, hp = m['randomness'], m['code'], m['environment'], m['hardware'], m['hyperparameters']
@@ -38,13 +46,13 @@ def show(m:dict) -> str:
     lines = [f"run {m['run_id']}  {m['status']}" + (f" ({m['error']})" if m.get('error') else ''),
              f"  started {m['started_at']}, {_fmt(m.get('duration_s'))} s",
              f"  randomness  seed {r['seed']}, fit {r.get('fit')}, deterministic {(r.get('set_seed') or {}).get('deterministic')}, "
-             f"key scheme {r['key_scheme']}",
+             f"key scheme {r['key_scheme']}, non-deterministic ops {_ops(r.get('nondeterministic_ops'))}",
              f"  data        {splits or data.get('error') or 'not recorded'}",
              f"  code        {c.get('commit') or 'no git'}{' (dirty)' if c.get('dirty') else ''} {c.get('script') or ''}".rstrip(),
              f"  environment python {e.get('python')}, torch {e.get('torch')}, cuda {e.get('cuda')}, {len(e.get('packages', {}))} packages",
              f"  hardware    {h.get('cpu_model')} x{h.get('cpu_count')}, gpus {[g['name'] for g in h['gpus']] if h.get('gpus') else None}",
              f"  env vars    {m['env_vars'] or {}}",
-             f"  fit         {hp.get('method')}, {hp.get('epochs')} epochs, bs {hp.get('bs')}, {hp.get('num_workers')} workers, "
+             f"  fit         {_call(hp)}, {hp.get('epochs')} epochs, bs {hp.get('bs')}, {hp.get('num_workers')} workers, "
              f"{hp.get('model')} ({hp.get('n_params')} params)"]
     res = m['results'] or {}
     if res.get('epochs'):
@@ -52,6 +60,7 @@ def show(m:dict) -> str:
         lines.append('  epoch  ' + '  '.join(f'{n:>12}' for n in names))
         lines += [f'  {i:5d}  ' + '  '.join(f'{_fmt(v):>12}' for v in row) for i, row in enumerate(res['epochs'])]
     lines.append(f"  weights     {res.get('final_weights_sha256')}")
+    lines += [f"  artifact    {a['path']} ({a['size']} bytes, sha256 {a['sha256'][:12]})" for a in m.get('artifacts') or []]
     return '\n'.join(lines)
 
 def runs_table(folder) -> str:

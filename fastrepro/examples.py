@@ -17,7 +17,8 @@ import fastai.torch_core
 from .seed import check_seed
 
 # %% auto #0
-__all__ = ['TABULAR_SETS', 'data_dir', 'digits_path', 'digits_dblock', 'digits_cnn', 'tabular_frame', 'stock_drift', 'demo']
+__all__ = ['TABULAR_SETS', 'data_dir', 'digits_path', 'digits_dblock', 'digits_cnn', 'tabular_frame', 'wine_learner',
+           'stock_drift', 'demo']
 
 # %% ../nbs/05_examples.ipynb #d169a28b
 def data_dir() -> Path:
@@ -73,6 +74,22 @@ def tabular_frame(name:str='wine') -> pd.DataFrame:
     df = b.frame.drop(columns='target')
     df['target'] = np.asarray(b.target_names)[b.target.to_numpy()]
     return df
+
+# %% ../nbs/05_examples.ipynb #91721424
+def wine_learner(seed:int=42, # `ReproCallback`'s seed, and the model's initialisation
+                 layers=(32,), # sizes of the hidden layers
+                 ps:float=0.2, # dropout after each hidden layer
+                 bs:int=32, # batch size
+                 **kwargs) -> Learner: # passed to `tabular_learner`
+    "A `tabular_learner` on scikit-learn's wine set, with `ReproCallback(seed)` attached."
+    from fastai.tabular.all import TabularDataLoaders, Normalize, tabular_learner, tabular_config
+    from fastrepro.callback import ReproCallback
+    fastai.torch_core.set_seed(check_seed(seed), True)  # the model's initialisation, as a stock notebook seeds it
+    df = tabular_frame('wine')
+    dls = TabularDataLoaders.from_df(df, y_names='target', cont_names=list(df.columns[:-1]), procs=[Normalize],
+                                     valid_idx=list(range(0, len(df), 5)), bs=bs)  # `splits=` would be swallowed silently
+    return tabular_learner(dls, layers=list(layers), config=tabular_config(ps=ps), metrics=accuracy,
+                           cbs=ReproCallback(seed=seed), **kwargs)
 
 # %% ../nbs/05_examples.ipynb #3b0aff65
 def _stock_fastai_run(path, epochs, workers, seed, lr_find_first):

@@ -46,16 +46,20 @@ class HashCache:
         self.db.execute('PRAGMA journal_mode=WAL')  # readers never block the writer, across processes
         self.db.execute('CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, inode INTEGER, size INTEGER, '
                         'mtime_ns INTEGER, sha256 TEXT)')
+        self._read = {}  # prefix -> rows read through this object: the splits of one DataLoaders read the table once
 
     def lookup(self, prefix:str) -> dict:
-        "Every cached row whose path starts with `prefix`: {path: (inode, size, mtime_ns, sha256)}."
-        rows = self.db.execute('SELECT path, inode, size, mtime_ns, sha256 FROM files WHERE path >= ? AND path < ?',
-                               (prefix, prefix + '\U0010ffff'))
-        return {r[0]: r[1:] for r in rows}
+        "Every cached row whose path starts with `prefix`: {path: (inode, size, mtime_ns, sha256)}, read once per prefix."
+        if prefix not in self._read:
+            rows = self.db.execute('SELECT path, inode, size, mtime_ns, sha256 FROM files WHERE path >= ? AND path < ?',
+                                   (prefix, prefix + '\U0010ffff'))
+            self._read[prefix] = {r[0]: r[1:] for r in rows}
+        return self._read[prefix]
 
     def store(self, rows:list):
         "Insert or replace `(path, inode, size, mtime_ns, sha256)` rows in one transaction."
         with self.db: self.db.executemany('INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)', rows)
+        for prefix, known in self._read.items(): known.update((r[0], tuple(r[1:])) for r in rows if r[0].startswith(prefix))
 
     def close(self): self.db.close()
 

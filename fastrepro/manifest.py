@@ -6,8 +6,9 @@ Docs: https://fastrepro.github.io/fastrepro/manifest.html.md"""
 
 # %% ../nbs/07_manifest.ipynb #ece2ac85
 from __future__ import annotations
-import hashlib, json, os, platform, re, subprocess, sys, tempfile, time, uuid
+import hashlib, json, os, platform, re, socket, subprocess, sys, tempfile, time, uuid
 from datetime import datetime, timezone
+from glob import escape as glob_escape
 from importlib import metadata
 from pathlib import Path
 import torch
@@ -16,9 +17,9 @@ from .seed import KEY_SCHEME
 # %% auto #0
 __all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'SCHEMA_VERSION', 'LAYERS', 'REQUIRED', 'STATUSES', 'NO_EFFECT',
            'installed_packages', 'torch_stack', 'environment', 'hardware', 'redact', 'env_vars', 'strip_credentials',
-           'script_path', 'code_info', 'new_run_id', 'new_manifest', 'finish_manifest', 'runs_dir', 'write_manifest',
-           'ManifestError', 'load_manifest', 'ManifestDiff', 'diff_manifests', 'hyperparameters', 'start_fit_manifest',
-           'end_fit_manifest']
+           'script_path', 'code_info', 'new_run_id', 'new_manifest', 'finish_manifest', 'runs_dir', 'remove_orphans',
+           'write_manifest', 'ManifestError', 'load_manifest', 'ManifestDiff', 'diff_manifests', 'fit_calls',
+           'hyperparameters', 'file_artifact', 'record_artifact', 'start_fit_manifest', 'end_fit_manifest']
 
 # %% ../nbs/07_manifest.ipynb #b5430d8b
 _PACKAGES = {}
@@ -148,11 +149,14 @@ def new_manifest(seed:int=None, seed_record:dict=None, **layers) -> dict:
     m.update(layers)
     return m
 
+def _describe_error(e):
+    if not isinstance(e, BaseException): return str(e)
+    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
 def finish_manifest(m:dict, status:str='completed', error:BaseException|str|None=None) -> dict:
     "Set `m`'s status, error and end time."
     if status not in STATUSES[1:]: raise ValueError(f"`status` must be one of {STATUSES[1:]}, got {status!r}")
-    m.update(status=status, error=None if error is None else redact(f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)),
-             ended_at=_now())
+    m.update(status=status, error=None if error is None else redact(_describe_error(error)), ended_at=_now())
     m['duration_s'] = (datetime.fromisoformat(m['ended_at']) - datetime.fromisoformat(m['started_at'])).total_seconds()
     return m
 
@@ -161,6 +165,31 @@ def runs_dir(path=None) -> Path:
     "The runs folder: `path`, else `$FASTREPRO_RUNS`, else `./runs`."
     return Path(path if path is not None else os.environ.get('FASTREPRO_RUNS', 'runs'))
 
+_HOST = re.sub(r'[^A-Za-z0-9_.]', '_', socket.gethostname())  # no '-': a temp name splits back into host, pid, random part
+_ORPHAN_AGE_S = 3600
+
+def _pid_alive(pid:int) -> bool:
+    if os.name == 'nt': return True  # os.kill(pid, 0) would terminate it there: leave it to the age rule
+    try: os.kill(pid, 0)
+    except ProcessLookupError: return False
+    except PermissionError: return True
+    return True
+
+def _orphaned(f:Path) -> bool:
+    "Whether temp file `f` was left by a killed writer: a dead process on this host, or any writer an hour ago."
+    parts = f.name[len('.tmp-'):-len('.json.part')].split('-')
+    if len(parts) == 3 and parts[0] == _HOST and parts[1].isdigit(): return not _pid_alive(int(parts[1]))
+    return time.time() - f.stat().st_mtime > _ORPHAN_AGE_S
+
+def remove_orphans(folder) -> int:
+    "Delete the temp files that killed writers left in the runs `folder`; return how many."
+    n = 0
+    for f in Path(folder).glob('.tmp-*.json.part'):
+        try:
+            if _orphaned(f): f.unlink(); n += 1
+        except FileNotFoundError: pass  # its writer finished, or another cleaner got there first
+    return n
+
 def write_manifest(m:dict, path=None, data_dir=None) -> Path:
     "Write `m` atomically as `<runs>/<run_id>.json` and return its path; refuses to write inside `data_dir`."
     d = runs_dir(path).resolve()
@@ -168,7 +197,7 @@ def write_manifest(m:dict, path=None, data_dir=None) -> Path:
         raise ValueError(f"the runs folder {d} is inside the data folder {data_dir}: pass another `runs_dir`")
     d.mkdir(parents=True, exist_ok=True)
     text = redact(json.dumps(m, indent=1, sort_keys=False, default=str))
-    fd, tmp = tempfile.mkstemp(prefix='.tmp-', suffix='.json.part', dir=d)
+    fd, tmp = tempfile.mkstemp(prefix=f'.tmp-{_HOST}-{os.getpid()}-', suffix='.json.part', dir=d)
     try:
         with os.fdopen(fd, 'w') as f: f.write(text); f.flush(); os.fsync(f.fileno())
         dest = d/f"{m['run_id']}.json"
@@ -179,6 +208,7 @@ def write_manifest(m:dict, path=None, data_dir=None) -> Path:
     dfd = os.open(d, os.O_RDONLY)
     try: os.fsync(dfd)
     finally: os.close(dfd)
+    remove_orphans(d)
     return dest
 
 class ManifestError(ValueError):
@@ -243,17 +273,38 @@ def diff_manifests(a:dict, b:dict, include_no_effect:bool=False) -> ManifestDiff
 
 # %% ../nbs/07_manifest.ipynb #9daabede
 import numpy as np
-from .fingerprint import fingerprint_dls, hash_state_dict
+
+def _plain(v):
+    "`v` as JSON: numbers, strings and lists as they are; anything else as its repr, without memory addresses."
+    if v is None or isinstance(v, (bool, int, float, str)): return v
+    if isinstance(v, (np.generic, np.ndarray)): return v.tolist()
+    if isinstance(v, (list, tuple)): return [_plain(o) for o in v]
+    if isinstance(v, dict): return {str(k): _plain(o) for k, o in v.items()}
+    return re.sub(r' at 0x[0-9a-fA-F]+', '', repr(v))
+
+def fit_calls(learn) -> dict:
+    "The methods of `learn` this code runs inside, outermost first (e.g. `fine_tune`, `fit_one_cycle`, `fit`), with their arguments."
+    calls, f = [], sys._getframe(1)
+    while f is not None:
+        co = f.f_code
+        if co.co_argcount and co.co_varnames[0] == 'self' and not co.co_name.startswith('_') and f.f_locals.get('self') is learn:
+            names = co.co_varnames[1:co.co_argcount + co.co_kwonlyargcount]
+            calls.append((co.co_name, {k: _plain(f.f_locals[k]) for k in names if k != 'cbs' and k in f.f_locals}))
+        f = f.f_back
+    return dict(reversed(calls))
+
+# %% ../nbs/07_manifest.ipynb #c3c231ad
+from .fingerprint import fingerprint_dls, hash_file, hash_state_dict
 
 def _name(o): return getattr(o, '__name__', None) or type(o).__name__
 
 def hyperparameters(learn) -> dict:
-    "What the fit was asked to do: method and schedule (sampled at 0, 25, .., 100%), epochs, lr, wd, optimizer, loss, batches, transforms, model, callbacks."
+    "What the fit was asked to do: the calls and the schedule they made, epochs, lr, wd, optimizer, loss, batches, transforms, model, callbacks."
     from fastai.callback.schedule import ParamScheduler
     sched = next((cb for cb in learn.cbs if isinstance(cb, ParamScheduler)), None)
     hypers = learn.opt.hypers[-1] if learn.opt is not None else {}
-    dl = learn.dls.train
-    return dict(method='fit_one_cycle/scheduled' if sched else 'fit', epochs=learn.n_epoch,
+    dl, calls = learn.dls.train, fit_calls(learn)
+    return dict(method=next(iter(calls), 'fit'), calls=calls, epochs=learn.n_epoch,
                 schedule={k: [np.asarray(f(p)).tolist() for p in (0., .25, .5, .75, 1.)] for k, f in sched.scheds.items()} if sched else None,
                 lr=hypers.get('lr'), wd=hypers.get('wd'), hypers={k: float(v) for k, v in hypers.items() if isinstance(v, (int, float))},
                 optimizer=_name(learn.opt_func), loss=repr(learn.loss_func), bs=dl.bs, num_workers=dl.fake_l.num_workers,
@@ -262,6 +313,40 @@ def hyperparameters(learn) -> dict:
                 init_weights_sha256=hash_state_dict(learn.model.state_dict()),
                 callbacks=[type(cb).__name__ for cb in learn.cbs.sorted('order')])
 
+# %% ../nbs/07_manifest.ipynb #1220da40
+def file_artifact(path) -> dict:
+    "A file as a manifest records it: absolute path, size and sha256."
+    p = Path(path)
+    if not p.is_file(): raise FileNotFoundError(f"`path` is not a file: {path}")
+    p = p.resolve()
+    return dict(path=str(p), size=p.stat().st_size, sha256=hash_file(p))
+
+def _manifest_path(run) -> Path:
+    if isinstance(run, (str, os.PathLike)): return Path(run)
+    p = getattr(run, 'repro_manifest', None)
+    if p is None: raise ValueError(f"`run` must be a manifest path or a Learner whose fit wrote a manifest, got a "
+                                   f"{type(run).__name__} without one: fit it with ReproCallback(manifest=True) first")
+    return Path(p)
+
+def record_artifact(run, # a manifest's path, or a Learner (its last fit's manifest)
+                    path) -> dict: # the file: as given, else (for a Learner) under `learn.path`, where `export` writes
+    "Add the file at `path` to `run`'s manifest, which is rewritten atomically; return the artifact."
+    mp, p = _manifest_path(run), Path(path)
+    if not p.is_file() and hasattr(run, 'path') and (Path(run.path)/p).is_file(): p = Path(run.path)/p
+    a, m = file_artifact(p), load_manifest(mp)
+    m['artifacts'] = [o for o in m.get('artifacts') or [] if o.get('path') != a['path']] + [a]  # a re-save replaces
+    write_manifest(m, mp.parent)
+    return a
+
+def _saved_models(learn, since:str) -> list:
+    "The checkpoints `SaveModelCallback`s of `learn` wrote since the ISO time `since`: `fname.pth` or `fname_<epoch>.pth`."
+    from fastai.callback.tracker import SaveModelCallback
+    t0, folder = datetime.fromisoformat(since).timestamp(), Path(learn.path)/learn.model_dir
+    files = {f for cb in learn.cbs if isinstance(cb, SaveModelCallback) for f in folder.glob(f'{glob_escape(cb.fname)}*.pth')
+             if re.fullmatch(rf'{re.escape(cb.fname)}(_\d+)?\.pth', f.name) and f.stat().st_mtime >= t0}
+    return [file_artifact(f) for f in sorted(files)]
+
+# %% ../nbs/07_manifest.ipynb #77596f33
 def _data_fingerprint(learn):
     try: return fingerprint_dls(learn.dls)
     except Exception as e: return dict(error=f"{type(e).__name__}: {e}")
@@ -276,12 +361,15 @@ def start_fit_manifest(learn, seed:int, seed_record:dict=None, fit=None) -> dict
     m['randomness']['fit'] = fit
     return m
 
-def end_fit_manifest(learn, m:dict, status:str=None, runs=None) -> Path:
-    "Add `learn`'s results to `m`, set its status (and end time unless `running`), and write it; return its path."
+def end_fit_manifest(learn, m:dict, status:str=None, runs=None, error=None) -> Path:
+    "Add `learn`'s results to `m`, set its status (and end time unless `running`) and error, and write it; return its path."
     rec = learn.recorder
     names = list(rec.metric_names[1:-1])
     epochs = [[float(v) if v is not None else None for v in vals] for vals in rec.values]
     m['results'] = dict(metric_names=names, epochs=epochs, final=dict(zip(names, epochs[-1])) if epochs else {},
                         final_weights_sha256=hash_state_dict(learn.model.state_dict()) if status else None)
-    if status: finish_manifest(m, status)
+    if status:
+        saved = _saved_models(learn, m['started_at'])
+        m['artifacts'] = [a for a in m['artifacts'] if a['path'] not in {s['path'] for s in saved}] + saved
+        finish_manifest(m, status, error)
     return write_manifest(m, runs, data_dir=_data_dir(learn))

@@ -6,14 +6,15 @@ Docs: https://fastrepro.github.io/fastrepro/seed.html.md"""
 
 # %% ../nbs/00_seed.ipynb #a1aba1de
 from __future__ import annotations
-import hashlib, os, random, warnings
+import hashlib, os, random, re, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, asdict
 import numpy as np, torch
 
 # %% auto #0
 __all__ = ['KEY_SCHEME', 'DETERMINISTIC_MODES', 'CUBLAS_VALID', 'check_seed', 'key', 'seed_generators', 'seed_all',
-           'check_deterministic', 'SeedRecord', 'set_seed', 'env_var', 'strict_hint']
+           'check_deterministic', 'SeedRecord', 'set_seed', 'env_var', 'strict_hint', 'NondeterminismWarning',
+           'NondeterministicOps']
 
 # %% ../nbs/00_seed.ipynb #285ba4cb
 def check_seed(seed, name='seed'):
@@ -141,3 +142,38 @@ def strict_hint():
         raise RuntimeError(f"{e}\n\nfastrepro: this op has no deterministic implementation. Pass deterministic='warn' to "
                            "set_seed / repro_learner to run it anyway with a warning (the run is then recorded as "
                            "possibly non-deterministic).") from e
+
+# %% ../nbs/00_seed.ipynb #9e085504
+_NONDET_OP = re.compile(rf'(\S+) {_NONDET_MSG}')
+
+class NondeterminismWarning(UserWarning):
+    "Ops without a deterministic implementation ran under `deterministic='warn'`."
+
+class NondeterministicOps:
+    "Count, by op name, every call torch reports as non-deterministic under warn-only mode, between `start` and `stop`."
+    def __init__(self): self.counts, self._saved = {}, None
+
+    def start(self):
+        self._saved = warnings.catch_warnings()  # restores filters and `showwarning` at `stop`
+        self._saved.__enter__()
+        self._show = warnings.showwarning
+        warnings.filterwarnings('always', message=f'.*{_NONDET_MSG}')  # every call, not once per place
+        warnings.showwarning = self._record
+        return self
+
+    def _record(self, message, category, filename, lineno, file=None, line=None):
+        op = _NONDET_OP.match(str(message))
+        if op: self.counts[op[1]] = self.counts.get(op[1], 0) + 1
+        else: self._show(message, category, filename, lineno, file, line)
+
+    def stop(self) -> dict:
+        "Stop counting, say once what ran, and return `{op: calls}`."
+        if self._saved is None: return dict(self.counts)
+        self._saved.__exit__(None, None, None); self._saved = None
+        if self.counts:
+            warnings.warn("ops without a deterministic implementation ran under deterministic='warn': " +
+                          ', '.join(f"{op} ×{n}" for op, n in self.counts.items()), NondeterminismWarning, stacklevel=2)
+        return dict(self.counts)
+
+    def __enter__(self): return self.start()
+    def __exit__(self, *exc): self.stop()

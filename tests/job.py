@@ -7,7 +7,6 @@ Each result holds the sha256 of the final weights and the per-epoch metrics of e
 import hashlib, json, sys, warnings
 import fastai.torch_core
 from fastai.vision.all import Learner, accuracy
-from fastai.tabular.all import TabularDataLoaders, Normalize, tabular_learner, tabular_config
 from fastrepro.all import *
 
 warnings.filterwarnings('ignore')
@@ -32,13 +31,6 @@ def stock_vision(workers):
     fastai.torch_core.set_seed(42, True)
     return Learner(digits_dblock().dataloaders(PATH, bs=64, num_workers=workers), digits_cnn(), metrics=accuracy)
 
-def repro_tabular():
-    df = tabular_frame('wine')
-    set_seed(42)
-    dls = TabularDataLoaders.from_df(df, y_names='target', cont_names=list(df.columns[:-1]), procs=[Normalize],
-                                     splits=([i for i in range(178) if i % 5], list(range(0, 178, 5))), bs=32)
-    return tabular_learner(dls, layers=[32], config=tabular_config(ps=0.2), metrics=accuracy, cbs=ReproCallback(seed=42))
-
 def result(learn, steps):
     "Run `steps` on `learn` and return the weights' sha256 and the per-epoch metrics."
     rec = RunRecorder()
@@ -51,8 +43,8 @@ def result(learn, steps):
 
 def identity():
     res = {f'{m}/w{w}': result(repro_vision(w), [f]) for m, f in METHODS.items() for w in (0, 2)}
-    res['tabular/fit_one_cycle'] = result(repro_tabular(), [METHODS['fit_one_cycle']])
-    res['tabular/fine_tune'] = result(repro_tabular(), [METHODS['fine_tune']])
+    res['tabular/fit_one_cycle'] = result(wine_learner(seed=42), [METHODS['fit_one_cycle']])
+    res['tabular/fine_tune'] = result(wine_learner(seed=42), [METHODS['fine_tune']])
     return res
 
 def history():

@@ -57,12 +57,8 @@ def test_stock_fastai_breaks_history_and_workers(runs):
 
 def _tabular(entropy):
     import torch
-    from fastai.tabular.all import TabularDataLoaders, Normalize, tabular_learner, accuracy
-    from fastrepro.all import ReproCallback, set_seed, tabular_frame
-    df = tabular_frame('wine')
-    set_seed(1)
-    dls = TabularDataLoaders.from_df(df, y_names='target', cont_names=list(df.columns[:-1]), procs=[Normalize], bs=32)
-    learn = tabular_learner(dls, layers=[16], metrics=accuracy, cbs=ReproCallback(seed=1))
+    from fastrepro.all import wine_learner
+    learn = wine_learner(seed=1, layers=(16,))
     if entropy:
         g = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), 'little'))
         with torch.no_grad():

@@ -103,20 +103,45 @@ def test_check_env_flags_a_changed_environment(world, tmp_path):
 WRITER = """
 import sys
 from fastrepro.manifest import new_manifest, write_manifest
-m = new_manifest(seed=1); m['results'] = dict(big='x' * 2_000_000)
+m = new_manifest(seed=1); m['results'] = dict(big='x' * 20_000_000)
+write_manifest(m, sys.argv[1]); print('wrote one', flush=True)
 while True: write_manifest(m, sys.argv[1])
 """
 
 def test_sigkill_while_writing_leaves_no_broken_manifest(tmp_path):
+    "Kill writers at varied moments and mid-write: every *.json stays whole, and a later write cleans up."
+    from fastrepro.manifest import load_manifest, new_manifest, write_manifest
+    runs, left = tmp_path/'runs', set()
+    for kill in range(6):
+        p = subprocess.Popen([sys.executable, '-c', WRITER, str(runs)], stdout=subprocess.PIPE, text=True)
+        assert p.stdout.readline().strip() == 'wrote one'  # its first write also removed what earlier kills left
+        if kill % 2: time.sleep(0.1 * kill)  # anywhere in a write, which takes about 0.6 s here
+        else:  # the moment its temp file appears: mid-write by construction
+            deadline = time.time() + 10
+            while not any(runs.glob('.tmp-*')) and time.time() < deadline: time.sleep(0.001)
+        p.send_signal(signal.SIGKILL); p.wait()
+        left |= {f.name for f in runs.iterdir() if f.suffix != '.json'}
+    assert left and all(n.startswith('.tmp-') for n in left), left
+    for f in runs.glob('*.json'): load_manifest(f)
+    write_manifest(new_manifest(seed=2), runs)
+    assert [f for f in runs.iterdir() if f.suffix != '.json'] == []
+
+def test_interrupted_fit_is_recorded_as_cancelled(tmp_path):
+    "Ctrl-C in the middle of a fit, in a fresh process: the manifest says cancelled, with the epochs that finished."
     from fastrepro.manifest import load_manifest
     runs = tmp_path/'runs'
-    for delay in (1.5, 1.9, 2.3, 2.7):
-        p = subprocess.Popen([sys.executable, '-c', WRITER, str(runs)])
-        time.sleep(delay); p.send_signal(signal.SIGKILL); p.wait()
-    done = list(runs.glob('*.json'))
-    assert done, 'the writer never finished a manifest: the test proves nothing'
-    for f in done: load_manifest(f)
-    assert all(f.name.startswith('.tmp-') for f in runs.iterdir() if f.suffix != '.json')
+    p = subprocess.Popen([sys.executable, str(JOB), 'forever'], env={**os.environ, 'FASTREPRO_RUNS': str(runs)},
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while not list(runs.glob('*.json')) and time.time() < deadline and p.poll() is None: time.sleep(0.1)
+    assert list(runs.glob('*.json')), 'the fit never started: ' + p.communicate()[1][-2000:]
+    time.sleep(2)  # some epochs in
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode != 0 and 'KeyboardInterrupt' in err, err[-2000:]
+    [f] = runs.glob('*.json')
+    m = load_manifest(f)
+    assert (m['status'], m['error']) == ('cancelled', 'KeyboardInterrupt') and m['results']['epochs'] and m['ended_at']
 
 def test_sixteen_concurrent_fits(tmp_path):
     from fastrepro.manifest import load_manifest
