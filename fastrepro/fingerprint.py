@@ -46,7 +46,7 @@ class HashCache:
         self.db.execute('PRAGMA journal_mode=WAL')  # readers never block the writer, across processes
         self.db.execute('CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, inode INTEGER, size INTEGER, '
                         'mtime_ns INTEGER, sha256 TEXT)')
-        self._read = {}  # prefix -> rows read through this object: the splits of one DataLoaders read the table once
+        self._read = {}  # prefix -> rows read since the last store: the splits of warm DataLoaders read the table once
 
     def lookup(self, prefix:str) -> dict:
         "Every cached row whose path starts with `prefix`: {path: (inode, size, mtime_ns, sha256)}, read once per prefix."
@@ -59,7 +59,7 @@ class HashCache:
     def store(self, rows:list):
         "Insert or replace `(path, inode, size, mtime_ns, sha256)` rows in one transaction."
         with self.db: self.db.executemany('INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)', rows)
-        for prefix, known in self._read.items(): known.update((r[0], tuple(r[1:])) for r in rows if r[0].startswith(prefix))
+        self._read.clear()  # read afresh next time: cheaper than merging the new rows in
 
     def close(self): self.db.close()
 

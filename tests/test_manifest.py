@@ -57,6 +57,9 @@ def test_manifest_fields_filled(world):
     assert m['hyperparameters']['bs'] == 64 and m['hyperparameters']['num_workers'] == 0
     assert m['results']['final']['accuracy'] > 0.1 and m['results']['final_weights_sha256']
     assert m['randomness']['seed'] == 42 and m['randomness']['set_seed']['deterministic'] == 'warn'
+    assert m['randomness']['nondeterministic_ops'] == {}  # counted under warn-only: none ran on this CPU
+    assert m['hyperparameters']['method'] == 'fit' and m['hyperparameters']['calls']['fit']['lr'] == 1e-2
+    assert m['error'] is None and m['artifacts'] == []
 
 def test_fresh_runs_differ_in_nothing_that_matters(world):
     from fastrepro.manifest import diff_manifests
