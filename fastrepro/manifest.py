@@ -321,6 +321,11 @@ def file_artifact(path) -> dict:
     p = p.resolve()
     return dict(path=str(p), size=p.stat().st_size, sha256=hash_file(p))
 
+def _merge_artifacts(old:list, new:list) -> list:
+    "`old` artifacts with `new` added: a path recorded again replaces its entry."
+    paths = {a['path'] for a in new}
+    return [a for a in old if a.get('path') not in paths] + new
+
 def _manifest_path(run) -> Path:
     if isinstance(run, (str, os.PathLike)): return Path(run)
     p = getattr(run, 'repro_manifest', None)
@@ -334,7 +339,7 @@ def record_artifact(run, # a manifest's path, or a Learner (its last fit's manif
     mp, p = _manifest_path(run), Path(path)
     if not p.is_file() and hasattr(run, 'path') and (Path(run.path)/p).is_file(): p = Path(run.path)/p
     a, m = file_artifact(p), load_manifest(mp)
-    m['artifacts'] = [o for o in m.get('artifacts') or [] if o.get('path') != a['path']] + [a]  # a re-save replaces
+    m['artifacts'] = _merge_artifacts(m.get('artifacts') or [], [a])
     write_manifest(m, mp.parent)
     return a
 
@@ -369,7 +374,6 @@ def end_fit_manifest(learn, m:dict, status:str=None, runs=None, error=None) -> P
     m['results'] = dict(metric_names=names, epochs=epochs, final=dict(zip(names, epochs[-1])) if epochs else {},
                         final_weights_sha256=hash_state_dict(learn.model.state_dict()) if status else None)
     if status:
-        saved = _saved_models(learn, m['started_at'])
-        m['artifacts'] = [a for a in m['artifacts'] if a['path'] not in {s['path'] for s in saved}] + saved
+        m['artifacts'] = _merge_artifacts(m['artifacts'], _saved_models(learn, m['started_at']))
         finish_manifest(m, status, error)
     return write_manifest(m, runs, data_dir=_data_dir(learn))
