@@ -10,12 +10,13 @@ import warnings
 from fastcore.basics import noop
 from fastai.callback.core import Callback, TrainEvalCallback, CancelFitException
 from fastai.callback.schedule import LRFinder
-from .seed import check_seed, check_deterministic, key, set_seed, NondeterministicOps
-from .data import reseed_dls, set_epoch
+from fastai.data.load import DataLoader
+from .seed import check_seed, check_deterministic, key, set_seed, rng_states, set_rng_states, NondeterministicOps
+from .data import reseed_dls, set_epoch, release_dls, keyed_loader
 from .manifest import start_fit_manifest, end_fit_manifest
 
 # %% auto #0
-__all__ = ['REBUILD_MODES', 'ReproCallback', 'rebuild_dls']
+__all__ = ['REBUILD_MODES', 'ReproCallback', 'canonical_state', 'rebuild_dls']
 
 # %% ../nbs/02_callback.ipynb #157046cc
 REBUILD_MODES = ('reseed', 'full')
@@ -28,7 +29,7 @@ class ReproCallback(Callback):
                  deterministic=None, # `set_seed`'s mode; None: `learn.repro_deterministic`, else 'warn'
                  manifest:bool=True, # write a run manifest for every fit (see `fastrepro.manifest`)
                  runs_dir=None): # where manifests go: None is `$FASTREPRO_RUNS`, else `./runs`
-        if seed is not None: check_seed(seed)
+        if seed is not None: check_seed(seed, caller='ReproCallback')
         if rebuild not in REBUILD_MODES: raise ValueError(f"`rebuild` must be one of {REBUILD_MODES}, got {rebuild!r}")
         if deterministic is not None: check_deterministic(deterministic)
         self.seed, self.rebuild, self.deterministic, self.manifest, self.runs_dir = seed, rebuild, deterministic, manifest, runs_dir
@@ -36,23 +37,32 @@ class ReproCallback(Callback):
 
     def _resolve(self, attr, default): return getattr(self, attr) if getattr(self, attr) is not None else getattr(self.learn, f'repro_{attr}', default)
 
+    def after_create(self): reseed_dls(self.dls, self._resolve('seed', 42), fit=None)
+
     def before_fit(self):
         self.active = [cb for cb in self.learn.cbs if isinstance(cb, ReproCallback)][-1] is self
         if not self.active: return
-        seed, self.n = self._resolve('seed', 42), getattr(self.learn, 'repro_fits', 0)
-        self.counted, self.cancelled = any(isinstance(cb, LRFinder) for cb in self.learn.cbs), False  # lr_find never counts
-        fit = f'lr_find:{self.n}' if self.counted else self.n
-        if self.rebuild == 'full' and not self.learn.lock.locked(): rebuild_dls(self.learn, seed)  # not in validate/get_preds
-        self.learn.repro_record = set_seed(key(seed, 'fit', fit), reproducible=True, deterministic=self._resolve('deterministic', 'warn'))
-        reseed_dls(self.dls, seed, fit)
-        self.fit_seed, self.m, self.ops = seed, None, None
-        if self.manifest and not self.counted: self.learn._with_events = _FailedFitGuard(self)
+        self.rng, self.counted, self.cancelled, self.m, self.ops = rng_states(), False, False, None, None
+        self.fit_seed, self.n = self._resolve('seed', 42), getattr(self.learn, 'repro_fits', 0)
+        self.kind = 'lr_find' if any(isinstance(cb, LRFinder) for cb in self.learn.cbs) else 'eval' if self.learn.lock.locked() else 'fit'
+        if self.kind == 'eval': return reseed_dls(self.dls, self.fit_seed, fit=None)  # validate, get_preds: free passes
+        if self.kind == 'fit' and self.rebuild == 'full': rebuild_dls(self.learn, self.fit_seed)
+        canonical_state(self.learn)
+        fit = f'lr_find:{self.n}' if self.kind == 'lr_find' else self.n
+        self.learn.repro_record = set_seed(key(self.fit_seed, 'fit', fit), reproducible=True, deterministic=self._resolve('deterministic', 'warn'))
+        reseed_dls(self.dls, self.fit_seed, fit)
+        self.learn._with_events = _FailedFitGuard(self)
 
     def before_epoch(self):
-        if self.active: set_epoch(self.dls, self.epoch)
+        if self.active and self.kind != 'eval': set_epoch(self.dls, self.epoch)
+
+    def before_validate(self):
+        "Key the loaders `get_preds` derives (`dls.valid.new(...)`) as free passes, so their items do not depend on workers."
+        if self.active and isinstance(self.dl, DataLoader) and not any(self.dl is dl for dl in self.dls.loaders):
+            keyed_loader(self.dl, self.fit_seed, 'derived').repro_streams.release()
 
     def before_train(self):
-        if not self.active or self.counted: return
+        if not self.active or self.kind != 'fit' or self.counted: return
         self.learn.repro_fits, self.counted = self.n + 1, True
         if self.manifest:
             if self.learn.repro_record.warn_only: self.ops = NondeterministicOps().start()
@@ -62,8 +72,15 @@ class ReproCallback(Callback):
     def after_cancel_fit(self): self.cancelled = True
 
     def after_fit(self):
+        if not self.active: return
         _remove_guard(self.learn)
         if self.m is not None: self._end('cancelled' if self.cancelled else 'completed')
+        self._leave()
+
+    def _leave(self):
+        "Free the loaders, and give the generators back unless this was a counted fit."
+        release_dls(self.dls)
+        if not self.counted: set_rng_states(self.rng)
 
     def _end(self, status, error=None):
         "Stop counting non-deterministic ops and write the fit's final manifest."
@@ -74,9 +91,10 @@ class ReproCallback(Callback):
 
     def _failed(self, e:BaseException):
         _remove_guard(self.learn)
-        if self.m is None: return
-        try: self._end('cancelled' if isinstance(e, KeyboardInterrupt) else 'failed', e)
+        try:
+            if self.m is not None: self._end('cancelled' if isinstance(e, KeyboardInterrupt) else 'failed', e)
         except Exception as w: warnings.warn(f"fastrepro could not write the manifest of the fit that raised {e!r}: {w!r}")
+        finally: self._leave()
 
 # %% ../nbs/02_callback.ipynb #5826e8f5
 class _FailedFitGuard:
@@ -92,6 +110,11 @@ class _FailedFitGuard:
 def _remove_guard(learn):
     "Give `learn` back the class's `_with_events`."
     learn.__dict__.pop('_with_events', None)
+
+# %% ../nbs/02_callback.ipynb #340d83a6
+def canonical_state(learn):
+    "Clear what an earlier fit or `lr_find` left on `learn` that a fresh learner does not have: every parameter's `.grad`."
+    for p in learn.model.parameters(): p.grad = None
 
 # %% ../nbs/02_callback.ipynb #a91f02f0
 def rebuild_dls(learn, seed:int):

@@ -6,90 +6,240 @@ Docs: https://fastrepro.github.io/fastrepro/data.html.md"""
 
 # %% ../nbs/01_data.ipynb #d2f87ef4
 from __future__ import annotations
-import os, random
+import itertools, numbers, os, random, warnings
 from copy import copy
 from pathlib import Path
 import torch
+from torch.utils.data import DataLoader as TorchDataLoader, Dataset, IterableDataset, Sampler, get_worker_info
 from fastcore.basics import store_attr
 from fastcore.foundation import L
+from fastcore.xtras import ReindexCollection
 from fastai.data.block import DataBlock
 from fastai.data.load import DataLoader
-from fastai.data.core import Pipeline, Transform
-from .seed import _key, check_seed, seed_all, seed_generators
+from fastai.data.core import Pipeline
+from .seed import _key, check_seed, seed_all, seed_generators, rng_states, set_rng_states
 
 # %% auto #0
-__all__ = ['BatchSeed', 'KeyedStreams', 'keyed_streams', 'reseed_dls', 'set_epoch', 'SortedItems', 'sorted_dblock', 'DataRecipe']
+__all__ = ['StreamKeys', 'KeyedPipeline', 'KeyedStreams', 'reset_orders', 'KeyedDataset', 'KeyedSampler', 'KeyedTorchLoader',
+           'UnkeyedLoaderWarning', 'keyed_loader', 'reseed_dls', 'set_epoch', 'release_dls', 'loader_keying',
+           'SortedItems', 'sorted_dblock', 'DataRecipe']
 
 # %% ../nbs/01_data.ipynb #416adcce
-class BatchSeed(Transform):
-    "First transform of a keyed loader's `after_batch`: seeds the main process's generators for batch `b`."
-    order = -1000  # before every batch transform
-    def __init__(self, streams): super().__init__(); self.streams = streams
-    def __call__(self, b, **kwargs): self.streams.seed_batch(); return b
-    def __repr__(self): return 'BatchSeed'
+_FREE_ITERS = itertools.count()  # passes outside fits, numbered across the process
+
+class StreamKeys:
+    "Where a loader's streams are keyed: its seed and index, and either a fit and epoch (pinned) or a pass outside fits (free)."
+    def __init__(self, seed:int, loader=0):
+        self.seed, self.loader = check_seed(seed, caller='StreamKeys'), loader
+        self.fit, self.epoch, self.batch, self.free_iter, self._held = None, 0, 0, None, None
+
+    @property
+    def pinned(self): return self.fit is not None
+    def pin(self, fit, epoch=0): self.fit, self.epoch, self.batch, self._held = fit, epoch, 0, None
+    def release(self): self.fit = None
+
+    def _k(self, purpose, *parts):
+        fit, epoch = (self.fit, self.epoch) if self.pinned else ('free', self.free_iter)
+        return _key(self.seed, (purpose, fit, epoch, self.loader, *parts))
+
+    def start_iter(self):
+        "A new pass: batches count from 0, and outside fits the pass takes the next free number."
+        self.batch = 0
+        if not self.pinned: self.free_iter = next(_FREE_ITERS)
+
+    def seed_key(self, k:int, hold:bool):
+        "Seed the global generators with `k`; with `hold`, keep the caller's states first (once until `give_back`)."
+        if hold and self._held is None and get_worker_info() is None: self._held = rng_states()
+        seed_generators(k)
+
+    def seed_stream(self, purpose, *parts): self.seed_key(self._k(purpose, *parts), hold=not self.pinned)
+    def next_batch(self): self.seed_stream('batch', self.batch); self.batch += 1
+
+    def give_back(self):
+        "Put back the generator states held since the last `give_back`."
+        if self._held is not None: set_rng_states(self._held); self._held = None
+
+    def __getstate__(self): return {k: v for k, v in vars(self).items() if k != '_held'}
+    def __repr__(self):
+        where = f"fit={self.fit!r}, epoch={self.epoch}" if self.pinned else f"free pass {self.free_iter}"
+        return f"{type(self).__name__}(seed={self.seed}, loader={self.loader}, {where})"
 
 # %% ../nbs/01_data.ipynb #d37e3bb3
-class KeyedStreams:
+class KeyedPipeline(Pipeline):
+    "A loader's `after_batch`: seeds the batch's stream before its transforms, and outside fits gives the generators back after them."
+    def __init__(self, pipe:Pipeline, streams:StreamKeys):
+        super().__init__(list(pipe.fs), split_idx=pipe.split_idx)
+        self.streams = streams
+    def __call__(self, b):
+        self.streams.next_batch()
+        try: return super().__call__(b)
+        finally: self.streams.give_back()
+    def __repr__(self): return 'Keyed' + super().__repr__()
+
+class KeyedStreams(StreamKeys):
     "Keyed shuffle, worker, item and batch streams for one fastai `DataLoader`, installed through its hooks."
-    def __init__(self, dl:DataLoader, seed:int, loader:int=0):
-        store_attr('dl,loader'); self.seed = check_seed(seed)
-        self.fit, self.epoch, self.batch = 0, 0, 0
-        self._before_iter, self._create_item = dl.before_iter, dl.create_item
-        dl.before_iter, dl.create_item = self.before_iter, self.create_item
+    def __init__(self, dl:DataLoader, seed:int, loader=0):
+        super().__init__(seed, loader)
+        self.dl, self._before_iter, self._get_idxs, self._create_item = dl, dl.before_iter, dl.get_idxs, dl.create_item
+        dl.before_iter, dl.get_idxs = self.before_iter, self.get_idxs
+        self.items_keyed = bool(dl.indexed)  # an iterable dataset's items have no index to key them by
+        if self.items_keyed: dl.create_item = self.create_item
+        # One Pipeline per loader: train and valid share theirs, and a loader derived with `dl.new` shares its parent's.
         ab = dl.after_batch
-        # A copy of the Pipeline per loader: train and valid share theirs, and each needs its own `BatchSeed`.
-        # A loader derived with `dl.new` inherits its parent's `BatchSeed`, which this one replaces.
-        if isinstance(ab, Pipeline):
-            tfms = [f for f in ab.fs if not isinstance(f, BatchSeed)]
-            dl.after_batch = Pipeline([BatchSeed(self), *tfms], split_idx=ab.split_idx)
+        if isinstance(ab, Pipeline): dl.after_batch = KeyedPipeline(ab, self)
         else: self._after_batch, dl.after_batch = ab, self.after_batch
         dl.repro_streams = self
 
-    def _k(self, *parts): return _key(self.seed, (*parts[:1], self.fit, self.epoch, self.loader, *parts[1:]))
-
     def before_iter(self):
         self._before_iter()
-        self.batch = 0
+        self.start_iter()
         self.dl.rng = random.Random(self._k('shuffle'))
         self.dl.fake_l.generator = torch.Generator().manual_seed(self._k('workers'))
 
+    def get_idxs(self):
+        self.seed_stream('shuffle', 'global')  # for the shuffles that bypass `dl.rng`
+        try:
+            if self.dl.shuffle: reset_orders(self.dl)
+            return self._get_idxs()
+        finally: self.give_back()
+
     def create_item(self, s):
-        seed_generators(self._k('item', s))
+        self.seed_stream('item', s)
         return self._create_item(s)
 
-    def seed_batch(self):
-        seed_generators(self._k('batch', self.batch))
-        self.batch += 1
-
     def after_batch(self, b):
-        "Used instead of `BatchSeed` for loaders whose `after_batch` is a plain method."
-        self.seed_batch(); return self._after_batch(b)
+        "Used instead of `KeyedPipeline` for loaders whose `after_batch` is a plain function."
+        self.next_batch()
+        try: return self._after_batch(b)
+        finally: self.give_back()
 
     def __getstate__(self):
         "Pickle (as `learn.export` does) without the loader and its dataset: only the keys' coordinates."
-        return {k: v for k, v in vars(self).items() if k not in ('dl', '_before_iter', '_create_item', '_after_batch')}
+        return {k: v for k, v in super().__getstate__().items() if k not in ('dl', '_before_iter', '_get_idxs', '_create_item', '_after_batch')}
 
-    def __repr__(self): return f"KeyedStreams(seed={self.seed}, fit={self.fit!r}, epoch={self.epoch}, loader={self.loader})"
+# %% ../nbs/01_data.ipynb #4d8ae8b1
+def reset_orders(dl):
+    "Put the persistent orders `dl` keeps (fastcore `ReindexCollection`s, which `LMDataLoader` shuffles in place) back to the identity."
+    for o in vars(dl).values():
+        if isinstance(o, ReindexCollection):
+            idxs = o.idxs.items if isinstance(o.idxs, L) else o.idxs
+            idxs[:] = range(len(idxs))  # in place: `LMDataLoader` shares this list between its texts and their lengths
+
+# %% ../nbs/01_data.ipynb #876596d8
+class KeyedDataset(Dataset):
+    "A map-style dataset whose items are fetched by `(index, item key, hold)` tags: seeds the generators, then returns `ds[index]`."
+    def __init__(self, ds, streams:StreamKeys): self.ds, self.streams = ds, streams
+    def __len__(self): return len(self.ds)
+    def __getitem__(self, tag):
+        i, k, hold = tag
+        self.streams.seed_key(k, hold)
+        return self.ds[i]
+    def __getattr__(self, name):  # the original dataset's attributes, e.g. `items`
+        if name.startswith('__') or name in ('ds', 'streams'): raise AttributeError(name)
+        return getattr(self.ds, name)
+
+def _with_generator(sampler):
+    "`sampler` and the samplers it wraps that hold a torch `Generator`."
+    out = []
+    while sampler is not None:
+        if isinstance(getattr(sampler, 'generator', None), torch.Generator): out.append(sampler)
+        sampler = getattr(sampler, 'sampler', None)
+    return out
+
+class KeyedSampler(Sampler):
+    "Wraps a sampler or batch sampler: draws each pass's order under the shuffle key and tags every index with its item key."
+    def __init__(self, inner, streams:StreamKeys): self.inner, self.streams = inner, streams
+    def __len__(self): return len(self.inner)
+
+    def order(self) -> list:
+        "The pass's order (indices, or batches of them), drawn under the shuffle key; the generators are given back."
+        holders = _with_generator(self.inner)
+        saved = [o.generator for o in holders]
+        self.streams.seed_stream('shuffle', 'global')  # a sampler without a generator draws its seed from torch's
+        try:
+            for o in holders: o.generator = torch.Generator().manual_seed(self.streams._k('shuffle'))
+            return list(self.inner)
+        finally:
+            for o, g in zip(holders, saved): o.generator = g
+            self.streams.give_back()
+
+    def _tag(self, i): i = int(i); return i, self.streams._k('item', i), not self.streams.pinned
+    def __iter__(self):
+        for o in self.order(): yield self._tag(o) if isinstance(o, numbers.Integral) else [self._tag(i) for i in o]
+
+# %% ../nbs/01_data.ipynb #b8b4ecaf
+class KeyedTorchLoader(TorchDataLoader):
+    "A plain PyTorch `DataLoader` rebuilt around keyed streams: order, items, worker base seed and batches."
+    def __init__(self, dl:TorchDataLoader, seed:int, loader=0):
+        streams = StreamKeys(seed, loader)
+        if dl.batch_sampler is not None: batching = dict(batch_sampler=KeyedSampler(dl.batch_sampler, streams))
+        else: batching = dict(sampler=KeyedSampler(dl.sampler, streams), batch_size=None)
+        super().__init__(KeyedDataset(dl.dataset, streams), **batching, num_workers=dl.num_workers, collate_fn=dl.collate_fn,
+                         pin_memory=dl.pin_memory, timeout=dl.timeout, worker_init_fn=dl.worker_init_fn,
+                         multiprocessing_context=dl.multiprocessing_context, prefetch_factor=dl.prefetch_factor,
+                         persistent_workers=dl.persistent_workers, pin_memory_device=dl.pin_memory_device)
+        self.repro_streams, self.original = streams, dl
+
+    def __iter__(self):
+        s = self.repro_streams
+        s.start_iter()
+        self.generator = torch.Generator().manual_seed(s._k('workers'))
+        for b in super().__iter__():
+            if s.pinned: s.next_batch()  # the batch stream: `before_batch` callbacks and dropout
+            else: s.give_back()          # items made in this process seeded the generators
+            yield b
 
 # %% ../nbs/01_data.ipynb #91a4b86a
-def keyed_streams(dl:DataLoader, seed:int, loader:int=0) -> KeyedStreams:
-    "The `KeyedStreams` of `dl`, installing them on first use."
+class UnkeyedLoaderWarning(UserWarning):
+    "A loader whose randomness fastrepro cannot key: fits that use it may depend on history and workers."
+
+def _describe(dl): return f"{type(dl).__name__}" + (f" over {type(dl.dataset).__name__}" if hasattr(dl, 'dataset') else '')
+
+def keyed_loader(dl, seed:int, loader=0):
+    "`dl` with keyed streams (`dl.repro_streams`): a fastai loader keyed in place, a PyTorch one rebuilt; `dl` itself if it cannot be."
     ks = getattr(dl, 'repro_streams', None)
-    if ks is None or getattr(ks, 'dl', None) is not dl: ks = KeyedStreams(dl, seed, loader)
-    ks.seed, ks.loader = check_seed(seed), loader
-    return ks
+    if isinstance(dl, DataLoader):
+        if ks is None or getattr(ks, 'dl', None) is not dl:
+            ks = KeyedStreams(dl, seed, loader)
+            if not ks.items_keyed:
+                warnings.warn(f"loader {loader} ({_describe(dl)}): items of an iterable dataset have no index, so their "
+                              "randomness is not keyed", UnkeyedLoaderWarning, stacklevel=3)
+    elif isinstance(dl, TorchDataLoader) and not isinstance(dl, KeyedTorchLoader) and not isinstance(dl.dataset, IterableDataset):
+        dl = KeyedTorchLoader(dl, seed, loader)
+    elif not isinstance(dl, KeyedTorchLoader):
+        warnings.warn(f"fastrepro cannot key loader {loader} ({_describe(dl)}): its order and item randomness come from "
+                      "the global generators, so fits that use it may depend on history and workers", UnkeyedLoaderWarning, stacklevel=3)
+        return dl
+    dl.repro_streams.seed, dl.repro_streams.loader = check_seed(seed, caller='keyed_loader'), loader
+    return dl
 
 def reseed_dls(dls, seed:int, fit=0):
-    "Give every loader of `dls` keyed streams for `seed` and fit `fit`, starting at epoch 0."
+    "Key every loader of `dls` for `seed` and pin it to fit `fit` at epoch 0 (`fit=None`: leave it free)."
     for i, dl in enumerate(dls.loaders):
-        ks = keyed_streams(dl, seed, i)
-        ks.fit, ks.epoch, ks.batch = fit, 0, 0
+        dls.loaders[i] = dl = keyed_loader(dl, seed, i)
+        if (ks := getattr(dl, 'repro_streams', None)) is None: continue
+        if fit is None: ks.release()
+        else: ks.pin(fit)
     return dls
 
+def _streams(dls): return [ks for dl in dls.loaders if (ks := getattr(dl, 'repro_streams', None)) is not None]
+
 def set_epoch(dls, epoch:int):
-    "Point the keyed streams of every loader of `dls` at `epoch`."
-    for dl in dls.loaders:
-        if (ks := getattr(dl, 'repro_streams', None)) is not None: ks.epoch = epoch
+    "Point the pinned streams of every loader of `dls` at `epoch`."
+    for ks in _streams(dls):
+        if ks.pinned: ks.epoch = epoch
+
+def release_dls(dls):
+    "Free the streams of every loader of `dls`: each later pass outside a fit gets its own keys."
+    for ks in _streams(dls): ks.release()
+
+def loader_keying(dls) -> list:
+    "What fastrepro keys in each loader of `dls`, for the manifest."
+    def one(i, dl):
+        ks = getattr(dl, 'repro_streams', None)
+        unkeyed = ['order', 'items', 'batches'] if ks is None else [] if getattr(ks, 'items_keyed', True) else ['items']
+        return dict(loader=i, type=_describe(dl), keyed=not unkeyed, unkeyed=unkeyed)
+    return [one(i, dl) for i, dl in enumerate(dls.loaders)]
 
 # %% ../nbs/01_data.ipynb #70391b1a
 class SortedItems:

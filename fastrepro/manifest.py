@@ -295,8 +295,15 @@ def fit_calls(learn) -> dict:
 
 # %% ../nbs/07_manifest.ipynb #c3c231ad
 from .fingerprint import fingerprint_dls, hash_file, hash_state_dict
+from .data import loader_keying
 
 def _name(o): return getattr(o, '__name__', None) or type(o).__name__
+
+def _batching(dl) -> dict:
+    "Batch size and workers of a fastai loader (whose real worker count is on `fake_l`) or a PyTorch one."
+    fake = getattr(dl, 'fake_l', None)
+    return dict(bs=getattr(dl, 'bs', getattr(dl, 'batch_size', None)),
+                num_workers=fake.num_workers if fake is not None else getattr(dl, 'num_workers', None))
 
 def hyperparameters(learn) -> dict:
     "What the fit was asked to do: the calls and the schedule they made, epochs, lr, wd, optimizer, loss, batches, transforms, model, callbacks."
@@ -307,7 +314,7 @@ def hyperparameters(learn) -> dict:
     return dict(method=next(iter(calls), 'fit'), calls=calls, epochs=learn.n_epoch,
                 schedule={k: [np.asarray(f(p)).tolist() for p in (0., .25, .5, .75, 1.)] for k, f in sched.scheds.items()} if sched else None,
                 lr=hypers.get('lr'), wd=hypers.get('wd'), hypers={k: float(v) for k, v in hypers.items() if isinstance(v, (int, float))},
-                optimizer=_name(learn.opt_func), loss=repr(learn.loss_func), bs=dl.bs, num_workers=dl.fake_l.num_workers,
+                optimizer=_name(learn.opt_func), loss=repr(learn.loss_func), **_batching(dl),
                 item_tfms=repr(getattr(dl, 'after_item', None)), batch_tfms=repr(getattr(dl, 'after_batch', None)),
                 model=type(learn.model).__name__, n_params=sum(p.numel() for p in learn.model.parameters()),
                 init_weights_sha256=hash_state_dict(learn.model.state_dict()),
@@ -363,14 +370,14 @@ def _data_dir(learn):
 def start_fit_manifest(learn, seed:int, seed_record:dict=None, fit=None) -> dict:
     "A `running` manifest for the fit `learn` is starting."
     m = new_manifest(seed=seed, seed_record=seed_record, data=_data_fingerprint(learn), hyperparameters=hyperparameters(learn))
-    m['randomness']['fit'] = fit
+    m['randomness'].update(fit=fit, loaders=loader_keying(learn.dls))
     return m
 
 def end_fit_manifest(learn, m:dict, status:str=None, runs=None, error=None) -> Path:
     "Add `learn`'s results to `m`, set its status (and end time unless `running`) and error, and write it; return its path."
-    rec = learn.recorder
-    names = list(rec.metric_names[1:-1])
-    epochs = [[float(v) if v is not None else None for v in vals] for vals in rec.values]
+    rec = getattr(learn, 'recorder', None)  # None with `default_cbs=False`: then nothing recorded the metrics
+    names = list(rec.metric_names[1:-1]) if rec is not None else None
+    epochs = [[float(v) if v is not None else None for v in vals] for vals in rec.values] if rec is not None else None
     m['results'] = dict(metric_names=names, epochs=epochs, final=dict(zip(names, epochs[-1])) if epochs else {},
                         final_weights_sha256=hash_state_dict(learn.model.state_dict()) if status else None)
     if status:

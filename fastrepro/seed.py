@@ -12,16 +12,17 @@ from dataclasses import dataclass, asdict
 import numpy as np, torch
 
 # %% auto #0
-__all__ = ['KEY_SCHEME', 'DETERMINISTIC_MODES', 'CUBLAS_VALID', 'check_seed', 'key', 'seed_generators', 'seed_all',
-           'check_deterministic', 'SeedRecord', 'set_seed', 'env_var', 'strict_hint', 'NondeterminismWarning',
-           'NondeterministicOps']
+__all__ = ['KEY_SCHEME', 'DETERMINISTIC_MODES', 'CUBLAS_VALID', 'check_seed', 'key', 'seed_generators', 'seed_all', 'rng_states',
+           'set_rng_states', 'check_deterministic', 'SeedRecord', 'set_seed', 'env_var', 'strict_hint',
+           'NondeterminismWarning', 'NondeterministicOps']
 
 # %% ../nbs/00_seed.ipynb #285ba4cb
-def check_seed(seed, name='seed'):
-    "Return `seed` if it is an `int` in `[0, 2**32)`, else raise a `TypeError` or `ValueError` naming `name`."
+def check_seed(seed, name='seed', caller=None):
+    "Return `seed` if it is an `int` in `[0, 2**32)`, else raise a `TypeError` or `ValueError` that names `caller` and the seed `name`."
+    where = f"{caller}: " if caller else ''
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"`{name}` must be an int in [0, 2**32), got {type(seed).__name__} {seed!r}")
-    if not 0 <= seed < 2**32: raise ValueError(f"`{name}` must be an int in [0, 2**32), got {seed}")
+        raise TypeError(f"{where}the seed `{name}` must be an int in [0, 2**32), got {type(seed).__name__} {seed!r}")
+    if not 0 <= seed < 2**32: raise ValueError(f"{where}the seed `{name}` must be an int in [0, 2**32), got {seed}")
     return int(seed)
 
 # %% ../nbs/00_seed.ipynb #16eea1d3
@@ -42,7 +43,7 @@ def key(seed:int, # the run's base seed
         bits:int=32): # 32 (fits every RNG, NumPy's included) or 64
     "A stable `bits`-bit integer derived from `seed` and `parts` with blake2b."
     if bits not in (32, 64): raise ValueError(f"`bits` must be 32 or 64, got {bits!r}")
-    return _key(check_seed(seed), tuple(map(_check_part, parts)), bits//8)
+    return _key(check_seed(seed, caller='key'), tuple(map(_check_part, parts)), bits//8)
 
 # %% ../nbs/00_seed.ipynb #65c95f9b
 def seed_generators(k:int):
@@ -57,6 +58,18 @@ def seed_generators(k:int):
 def seed_all(k:int):
     "Seed Python, NumPy and torch (CPU and every CUDA device) with `k` < 2**32."
     random.seed(k); np.random.seed(k); torch.manual_seed(k)
+
+# %% ../nbs/00_seed.ipynb #efc9330e
+def rng_states() -> tuple:
+    "The states of Python's, NumPy's and torch's global generators (and initialised CUDA devices')."
+    cuda = [g.get_state() for g in torch.cuda.default_generators] if torch.cuda.is_initialized() else None
+    return random.getstate(), np.random.get_state(), torch.default_generator.get_state(), cuda
+
+def set_rng_states(states:tuple):
+    "Put back the generator states that `rng_states` captured."
+    py, npy, cpu, cuda = states
+    random.setstate(py); np.random.set_state(npy); torch.default_generator.set_state(cpu)
+    for g, s in zip(torch.cuda.default_generators if cuda else (), cuda or ()): g.set_state(s)
 
 # %% ../nbs/00_seed.ipynb #e5970eea
 DETERMINISTIC_MODES = (False, 'warn', True, 'strict')
@@ -106,7 +119,7 @@ def set_seed(s:int, # the seed, an int in [0, 2**32)
              reproducible:bool=True, # fix cuDNN: `deterministic=True`, `benchmark=False` (fastai's meaning)
              deterministic:str|bool='warn'): # False, 'warn', True or 'strict': torch's deterministic-algorithms mode
     "Seed Python, NumPy and torch (CPU and all CUDA devices), and set determinism modes; return a `SeedRecord`."
-    s, mode = check_seed(s, 's'), check_deterministic(deterministic)
+    s, mode = check_seed(s, 's', 'set_seed'), check_deterministic(deterministic)
     seed_all(s)
     if reproducible: torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
     cublas, action = _handle_cublas() if mode else (os.environ.get('CUBLAS_WORKSPACE_CONFIG'), None)

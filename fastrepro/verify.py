@@ -1,4 +1,4 @@
-"""One call that trains the same thing in fresh Python processes and says, tensor by tensor and epoch by epoch, whether the runs agree bitwise.
+"""One call that trains the same thing in fresh Python processes and says, check by check, tensor by tensor and epoch by epoch, whether the runs agree bitwise.
 
 Docs: https://fastrepro.github.io/fastrepro/verify.html.md"""
 
@@ -6,15 +6,18 @@ Docs: https://fastrepro.github.io/fastrepro/verify.html.md"""
 
 # %% ../nbs/04_verify.ipynb #aa04cb35
 from __future__ import annotations
-import math, os, subprocess, sys, tempfile
+import inspect, math, os, subprocess, sys, tempfile, time
 from pathlib import Path
 import cloudpickle, torch
+from fastprogress.fastprogress import progress_bar
 from fastai.callback.core import Callback
 from fastai.callback.schedule import LRFinder
+from fastai.data.load import DataLoader
 from .seed import strict_hint
 
 # %% auto #0
-__all__ = ['RunRecorder', 'run_once', 'run_fresh', 'ReproReport', 'verify_reproducible']
+__all__ = ['CHECKS', 'RunRecorder', 'history_cells', 'run_once', 'run_fresh', 'RunComparison', 'ReproReport',
+           'verify_reproducible']
 
 # %% ../nbs/04_verify.ipynb #6f813b9d
 class RunRecorder(Callback):
@@ -22,22 +25,41 @@ class RunRecorder(Callback):
     order = 55  # after Recorder, which fills `values` in its `after_epoch`
     def __init__(self): self.names, self.epochs, self.losses = [], [], []
     def _skip(self): return any(isinstance(cb, LRFinder) for cb in self.learn.cbs)
-    def before_epoch(self): self.trained = False  # validation contexts fire epoch events too, with no training
+    def before_epoch(self): self.trained, self.n0 = False, len(self.losses)  # validation contexts fire epoch events too
     def before_train(self): self.trained = not self._skip()
     def after_batch(self):
-        if self.training and self.trained: self.losses.append(self.loss.item())
+        if self.learn.model.training and self.trained: self.losses.append(self.loss.item())
     def after_epoch(self):
         if not self.trained: return
-        self.names = list(self.recorder.metric_names[1:-1])
-        self.epochs.append([float(v) for v in self.recorder.values[-1]])
+        if (rec := getattr(self.learn, 'recorder', None)) is not None:
+            self.names, row = list(rec.metric_names[1:-1]), rec.values[-1]
+        else: self.names, row = ['train_loss'], [sum(self.losses[self.n0:]) / max(len(self.losses) - self.n0, 1)]
+        self.epochs.append([float(v) for v in row])
 
-def run_once(make_learner, fit) -> dict:
-    "Build a learner, fit it, and return its metrics, losses and final weights."
-    learn = make_learner()
-    rec = RunRecorder()
-    with strict_hint(), learn.no_bar(): _fit_with(learn, fit, rec)
+def _first_batch(learn):
+    dl = learn.dls.train
+    return dl.one_batch() if hasattr(dl, 'one_batch') else next(iter(dl))
+
+def history_cells(learn) -> dict:
+    "The cells a user runs before a fit that apply to `learn`: a first batch, `lr_find` (needs a `Recorder`), `validate`, `get_preds`."
+    cells = {'one_batch': _first_batch}
+    if hasattr(learn, 'recorder'): cells['lr_find'] = lambda l: l.lr_find(show_plot=False, num_it=10)
+    cells['validate'] = lambda l: l.validate()
+    if isinstance(learn.dls.valid, DataLoader): cells['get_preds'] = lambda l: l.get_preds()  # fastai derives a loader from it
+    return cells
+
+def run_once(make_learner, fit, history:bool=False, num_workers:int=None) -> dict:
+    "Build a learner (with `num_workers` if given), run the history cells if asked, fit it; return metrics, losses, weights."
+    learn = make_learner() if num_workers is None else make_learner(num_workers=num_workers)
+    rec, ran = RunRecorder(), []
+    with strict_hint(), learn.no_bar():
+        if history:
+            for name, cell in history_cells(learn).items():
+                with learn.no_logging(): cell(learn)
+                ran.append(name)
+        _fit_with(learn, fit, rec)
     state = {k: v.detach().cpu().clone() for k, v in learn.model.state_dict().items()}
-    return dict(names=rec.names, epochs=rec.epochs, losses=rec.losses, state=state)
+    return dict(names=rec.names, epochs=rec.epochs, losses=rec.losses, state=state, history=ran)
 
 def _fit_with(learn, fit, cb):
     learn.add_cb(cb)
@@ -48,11 +70,11 @@ def _fit_with(learn, fit, cb):
 _CHILD = "import sys; from fastrepro.verify import _child_main; _child_main(sys.argv[1], sys.argv[2])"
 
 def _child_main(payload_path, out_path):
-    make_learner, fit = cloudpickle.loads(Path(payload_path).read_bytes())
-    torch.save(run_once(make_learner, fit), out_path)
+    make_learner, fit, kwargs = cloudpickle.loads(Path(payload_path).read_bytes())
+    torch.save(run_once(make_learner, fit, **kwargs), out_path)
 
 def run_fresh(payload:bytes, timeout:float=None) -> dict:
-    "Run the pickled `(make_learner, fit)` in a fresh Python process and return its `run_once` result."
+    "Run the pickled `(make_learner, fit, run_once kwargs)` in a fresh Python process and return its `run_once` result."
     with tempfile.TemporaryDirectory(prefix='fastrepro-verify-') as d:
         pin, pout = Path(d)/'payload.pkl', Path(d)/'result.pt'
         pin.write_bytes(payload)
@@ -69,10 +91,11 @@ def _abs_diff(a, b):
     return (a.double() - b.double()).abs().max().item() if a.numel() else 0.
 def _same_float(a, b): return a == b or (math.isnan(a) and math.isnan(b))
 
-class ReproReport:
-    "The runs of `verify_reproducible`, compared with the first, bit for bit."
-    def __init__(self, runs:list):
+class RunComparison:
+    "Runs compared with the first, bit for bit: weights and per-epoch metrics."
+    def __init__(self, runs:list, labels:list=None):
         self.runs, ref = runs, runs[0]
+        self.labels = labels or [f'run{i}' for i in range(len(runs))]
         self.metric_names = ref['names']
         self.tensor_diffs = {k: max(_abs_diff(v, r['state'][k]) if k in r['state'] else math.inf for r in runs[1:])
                              for k, v in ref['state'].items()}
@@ -87,52 +110,109 @@ class ReproReport:
         rows = [r['epochs'][e] if e < len(r['epochs']) else None for r in self.runs]
         return all(row is not None and len(row) == len(rows[0]) and all(map(_same_float, row, rows[0])) for row in rows)
 
+    def __repr__(self): return f"RunComparison(identical={self.identical}, runs={len(self.runs)}, max_abs_diff={self.max_abs_diff:.3g})"
+
+CHECKS = ('fresh', 'history', 'workers')
+
+class ReproReport:
+    "The checks of `verify_reproducible`: a `RunComparison` per check that ran, and why the others were skipped."
+    def __init__(self, comparisons:dict, skipped:dict=None):
+        self.comparisons, self.skipped = comparisons, dict(skipped or {})
+        self.checks = {c: comparisons[c].identical if c in comparisons else None for c in (*comparisons, *self.skipped)}
+        self.identical = bool(comparisons) and all(c.identical for c in comparisons.values())
+        main = next((c for c in comparisons.values() if not c.identical), next(iter(comparisons.values()), None))
+        self.main = main
+        for a in ('runs', 'metric_names', 'tensor_diffs', 'max_abs_diff', 'first_diff_epoch'): setattr(self, a, getattr(main, a, None))
+
     def __repr__(self):
-        return (f"ReproReport(identical={self.identical}, runs={len(self.runs)}, max_abs_diff={self.max_abs_diff:.3g}, "
+        return (f"ReproReport(identical={self.identical}, checks={self.checks}, max_abs_diff={self.max_abs_diff:.3g}, "
                 f"first_diff_epoch={self.first_diff_epoch})")
 
 # %% ../nbs/04_verify.ipynb #79ff178e
 def _fmt(v): return f"{v:.6f}" if isinstance(v, float) else str(v)
 
-def _show(self:ReproReport, top:int=5):
-    "Print per-epoch metrics of every run side by side, the verdict, and the tensors that differ most."
-    names, n = self.metric_names, len(self.runs)
-    header = ['epoch', *[f'run{i} {m}' for m in names for i in range(n)]]
+def _describe_check(name, c:RunComparison):
+    if name == 'history':
+        return f"{', '.join(c.runs[1]['history']) or 'nothing'} before the fit, compared with the plain run"
+    if name == 'workers': return "num_workers=0 and num_workers=2"
+    return f"{len(c.runs)} fresh runs, {len(c.tensor_diffs)} weight tensors, {len(c.runs[0]['epochs'])} epochs"
+
+def _show_epochs(c:RunComparison):
+    names, n = c.metric_names, len(c.runs)
+    header = ['epoch', *[f'{c.labels[i]} {m}' for m in names for i in range(n)]]
     rows = []
-    for e in range(max(len(r['epochs']) for r in self.runs)):
-        cells = [r['epochs'][e][j] if e < len(r['epochs']) else '-' for j in range(len(names)) for r in self.runs]
-        rows.append([str(e), *map(_fmt, cells), '' if self._epoch_same(e) else '<- differs'])
+    for e in range(max(len(r['epochs']) for r in c.runs)):
+        cells = [r['epochs'][e][j] if e < len(r['epochs']) else '-' for j in range(len(names)) for r in c.runs]
+        rows.append([str(e), *map(_fmt, cells), '' if c._epoch_same(e) else '<- differs'])
     widths = [max(len(str(x)) for x in col) for col in zip(header + [''], *rows)]
     for row in [header + [''], *rows]: print('  '.join(str(x).rjust(w) for x, w in zip(row, widths)).rstrip())
-    n_t = len(self.tensor_diffs)
-    if self.identical: print(f"\nbitwise identical: {n} fresh runs, {n_t} weight tensors, {len(rows)} epochs")
-    else:
-        where = f"metrics first differ at epoch {self.first_diff_epoch}" if self.first_diff_epoch is not None else "metrics agree"
-        diffs = sorted(((d, k) for k, d in self.tensor_diffs.items() if d), reverse=True)
-        print(f"\nNOT reproducible: {where}; {len(diffs)} of {n_t} weight tensors differ, max |diff| {self.max_abs_diff:.3g}")
-        for d, k in diffs[:top]: print(f"  {k}: {d:.3g}")
+
+def _show(self:ReproReport, top:int=5):
+    "Print one verdict per check, the per-epoch metrics of the failing (else the first) check's runs, and the tensors that differ most."
+    if self.main is not None: _show_epochs(self.main); print()
+    for name, c in self.comparisons.items():
+        if c.identical: print(f"{name:8s} bitwise identical: {_describe_check(name, c)}")
+        else:
+            where = f"metrics first differ at epoch {c.first_diff_epoch}" if c.first_diff_epoch is not None else "metrics agree"
+            n_diff = sum(1 for d in c.tensor_diffs.values() if d)
+            print(f"{name:8s} NOT reproducible ({_describe_check(name, c)}): {where}; "
+                  f"{n_diff} of {len(c.tensor_diffs)} weight tensors differ, max |diff| {c.max_abs_diff:.3g}")
+            for d, k in sorted(((d, k) for k, d in c.tensor_diffs.items() if d), reverse=True)[:top]: print(f"    {k}: {d:.3g}")
+    for name, why in self.skipped.items(): print(f"{name:8s} skipped: {why}")
 ReproReport.show = _show
 
 def _plot(self:ReproReport, ax=None):
-    "Overlay the runs' per-batch training losses."
+    "Overlay the per-batch training losses of the failing (else the first) check's runs."
     import matplotlib.pyplot as plt
     if ax is None: _, ax = plt.subplots(figsize=(6, 3))
-    for i, r in enumerate(self.runs): ax.plot(r['losses'], label=f'run {i}', alpha=0.8, linestyle='-' if i == 0 else '--')
+    for i, r in enumerate(self.runs): ax.plot(r['losses'], label=self.main.labels[i], alpha=0.8, linestyle='-' if i == 0 else '--')
     ax.set_xlabel('batch'); ax.set_ylabel('training loss'); ax.legend()
     ax.set_title('identical' if self.identical else 'runs differ')
     return ax
 ReproReport.plot = _plot
 
 # %% ../nbs/04_verify.ipynb #d9a9ef0d
-def verify_reproducible(make_learner, # zero-argument callable returning a Learner
-                        fit, # callable that trains it, e.g. `lambda l: l.fit_one_cycle(2, 1e-3)`
-                        runs:int=2, # how many runs to compare
-                        fresh_process:bool=True, # each run in a fresh Python process (False: in this one)
-                        timeout:float=None) -> ReproReport: # seconds allowed per fresh run
-    "Run `fit(make_learner())` `runs` times, in fresh processes, and compare metrics and weights bitwise."
+def _takes_num_workers(f) -> bool:
+    try: ps = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError): return False
+    return any(p.name == 'num_workers' or p.kind == p.VAR_KEYWORD for p in ps)
+
+def _plan(checks, runs, make_learner):
+    "The runs to make, as (check, label, run_once kwargs), and the checks skipped with their reasons."
+    plan, skipped = [], {}
+    if 'fresh' in checks or 'history' in checks:
+        plan += [('fresh', f'run{i}', {}) for i in range(runs if 'fresh' in checks else 1)]
+    if 'history' in checks: plan.append(('history', 'history', dict(history=True)))
+    if 'workers' in checks:
+        if _takes_num_workers(make_learner): plan += [('workers', f'w{w}', dict(num_workers=w)) for w in (0, 2)]
+        else: skipped['workers'] = "`make_learner` takes no `num_workers` argument, so the loaders cannot be rebuilt with other workers"
+    return plan, skipped
+
+def _check_args(make_learner, fit, runs, checks):
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2: raise ValueError(f"`runs` must be an int >= 2, got {runs!r}")
     for name, f in (('make_learner', make_learner), ('fit', fit)):
         if not callable(f): raise TypeError(f"`{name}` must be callable, got {type(f).__name__}")
-    if not fresh_process: return ReproReport([run_once(make_learner, fit) for _ in range(runs)])
-    payload = cloudpickle.dumps((make_learner, fit))
-    return ReproReport([run_fresh(payload, timeout) for _ in range(runs)])
+    if isinstance(checks, str) or not checks or any(c not in CHECKS for c in checks):
+        raise ValueError(f"`checks` must be a non-empty tuple of {CHECKS}, got {checks!r}")
+
+def verify_reproducible(make_learner, # callable returning a Learner; for 'workers' it must take `num_workers`
+                        fit, # callable that trains it, e.g. `lambda l: l.fit_one_cycle(2, 1e-3)`
+                        runs:int=2, # how many plain runs to compare for 'fresh'
+                        fresh_process:bool=True, # each run in a fresh Python process (False: in this one)
+                        timeout:float=None, # seconds allowed per fresh run
+                        checks:tuple=('fresh',), # any of 'fresh', 'history', 'workers'
+                        show_progress:bool=True) -> ReproReport: # a progress bar over the runs
+    "Run `fit(make_learner())` for each check, in fresh processes, and compare metrics and weights bitwise."
+    _check_args(make_learner, fit, runs, checks)
+    plan, skipped = _plan(checks, runs, make_learner)
+    results, t0 = {}, time.time()
+    pb = progress_bar(plan, display=show_progress, leave=False)
+    for check, label, kw in pb:
+        pb.comment = f"{check}: {label}, {time.time() - t0:.0f}s so far"
+        results[label] = (run_fresh(cloudpickle.dumps((make_learner, fit, kw)), timeout) if fresh_process
+                          else run_once(make_learner, fit, **kw))
+    fresh = [l for c, l, _ in plan if c == 'fresh']
+    groups = {'fresh': fresh if 'fresh' in checks else None, 'history': [fresh[0], 'history'] if 'history' in checks else None,
+              'workers': ['w0', 'w2'] if 'w0' in results else None}
+    comparisons = {c: RunComparison([results[l] for l in ls], ls) for c, ls in groups.items() if ls}
+    return ReproReport(comparisons, skipped)
