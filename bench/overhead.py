@@ -5,14 +5,20 @@
    the ratio of median fit times (target: overhead <= 2%).
 2. The before-fit reseed (set_seed + reseed_dls) on DataLoaders of 1k and 200k items: O(1) means equal times.
 3. The per-call cost of the seeding primitives.
+4. The per-fit canonical state and per-pass order reset (O(parameters), and one pass over a language model's documents),
+   and what a pass outside a fit pays to give the generators back.
 
 Run: python bench/overhead.py [--rounds 6] [--epochs 2]
 """
 import argparse, statistics, time, timeit, warnings
+from types import SimpleNamespace
 import torch
 from fastai.vision.all import Learner, accuracy, DataLoaders
 from fastai.data.core import TfmdDL, Datasets
 from fastrepro.all import *
+from fastai.text.data import LMDataLoader
+from fastai.vision.models import resnet18
+from torch import nn
 
 warnings.filterwarnings('ignore')
 
@@ -59,7 +65,39 @@ def reseed_cost(n, reps=200):
         i[0] += 1; set_seed(key(42, 'fit', i[0]), deterministic='warn'); reseed_dls(dls, 42, i[0])
     return timeit.timeit(before_fit, number=reps) / reps
 
+def per_call(f, n): return timeit.timeit(f, number=n) / n
+
+def canonical_costs():
+    "canonical_state on models of 24k and 11.7M parameters, with every grad set as after lr_find."
+    for name, model in [('digits CNN', digits_cnn()), ('resnet18', resnet18(num_classes=10))]:
+        for p in model.parameters(): p.grad = torch.zeros_like(p)
+        learn = SimpleNamespace(model=model)  # canonical_state reads only `learn.model`
+        n = sum(p.numel() for p in model.parameters())
+        print(f"4. canonical_state, {name} ({n} parameters, {len(list(model.parameters()))} tensors): "
+              f"{per_call(lambda: canonical_state(learn), 2000)*1e6:.1f} us")
+
+def order_reset_costs():
+    "reset_orders against the LMDataLoader shuffle it precedes, for 1k to 1M documents."
+    for n in (1_000, 100_000, 1_000_000):
+        dl = LMDataLoader([torch.zeros(2, dtype=torch.long)] * n, lens=[2] * n, bs=4, seq_len=1, shuffle=True)
+        reps = max(3, 30_000 // n)
+        reset, shuffle = per_call(lambda: reset_orders(dl), reps), per_call(lambda: dl.shuffle_fn(None), reps)
+        print(f"4. reset_orders, {n:>9} documents: {reset*1e3:8.3f} ms; the LMDataLoader shuffle after it {shuffle*1e3:8.3f} ms "
+              f"(reset/shuffle {reset/shuffle:.2f})")
+
+def free_pass_costs():
+    "What a pass outside a fit pays per batch to give the generators back: rng_states + set_rng_states."
+    s = rng_states()
+    print(f"4. giving the generators back, per batch of a free pass: {per_call(lambda: set_rng_states(rng_states()), 2000)*1e6:.1f} us; "
+          f"taking them per fit (before_fit): {per_call(rng_states, 2000)*1e6:.1f} us")
+    dls = digits_dblock().dataloaders(digits_path(), bs=64, num_workers=0)
+    stock = per_call(dls.train.one_batch, 20)
+    reseed_dls(dls, 42, fit=None)
+    keyed = per_call(dls.train.one_batch, 20)
+    print(f"4. one_batch of 64 digits, main process: stock {stock*1e3:.1f} ms, keyed free pass {keyed*1e3:.1f} ms (ratio {keyed/stock:.3f})")
+
 def main(rounds=6, epochs=2):
+    canonical_costs(); order_reset_costs(); free_pass_costs()
     fit_overhead(rounds, epochs)
     small, big = reseed_cost(1_000), reseed_cost(200_000)
     print(f"2. before-fit reseed (set_seed + reseed_dls): 1k items {small*1e6:.1f} us, 200k items {big*1e6:.1f} us, "

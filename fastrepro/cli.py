@@ -32,6 +32,11 @@ def _fmt(v): return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 def _ops(ops): return 'not recorded' if ops is None else ', '.join(f"{k} ×{n}" for k, n in ops.items()) or 'none'
 
+def _unkeyed(r):
+    "The loaders fastrepro could not key, if any, as the randomness line names them."
+    bad = [f"loader {l['loader']} ({l['type']}: {', '.join(l['unkeyed'])})" for l in r.get('loaders') or [] if not l['keyed']]
+    return f"; NOT keyed: {'; '.join(bad)}" if bad else ''
+
 def _call(hp):
     "The outermost fit call, as written: `fit_one_cycle(n_epoch=1, lr_max=[0.01], ...)`."
     calls = hp.get('calls') or {hp.get('method'): {}}
@@ -46,7 +51,7 @@ def show(m:dict) -> str:
     lines = [f"run {m['run_id']}  {m['status']}" + (f" ({m['error']})" if m.get('error') else ''),
              f"  started {m['started_at']}, {_fmt(m.get('duration_s'))} s",
              f"  randomness  seed {r['seed']}, fit {r.get('fit')}, deterministic {(r.get('set_seed') or {}).get('deterministic')}, "
-             f"key scheme {r['key_scheme']}, non-deterministic ops {_ops(r.get('nondeterministic_ops'))}",
+             f"key scheme {r['key_scheme']}, non-deterministic ops {_ops(r.get('nondeterministic_ops'))}{_unkeyed(r)}",
              f"  data        {splits or data.get('error') or 'not recorded'}",
              f"  code        {c.get('commit') or 'no git'}{' (dirty)' if c.get('dirty') else ''} {c.get('script') or ''}".rstrip(),
              f"  environment python {e.get('python')}, torch {e.get('torch')}, cuda {e.get('cuda')}, {len(e.get('packages', {}))} packages",

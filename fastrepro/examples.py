@@ -84,7 +84,7 @@ def wine_learner(seed:int=42, # `ReproCallback`'s seed, and the model's initiali
     "A `tabular_learner` on scikit-learn's wine set, with `ReproCallback(seed)` attached."
     from fastai.tabular.all import TabularDataLoaders, Normalize, tabular_learner, tabular_config
     from fastrepro.callback import ReproCallback
-    fastai.torch_core.set_seed(check_seed(seed), True)  # the model's initialisation, as a stock notebook seeds it
+    fastai.torch_core.set_seed(check_seed(seed, caller='wine_learner'), True)  # the model's initialisation, as a stock notebook seeds it
     df = tabular_frame('wine')
     dls = TabularDataLoaders.from_df(df, y_names='target', cont_names=list(df.columns[:-1]), procs=[Normalize],
                                      valid_idx=list(range(0, len(df), 5)), bs=bs)  # `splits=` would be swallowed silently
@@ -109,17 +109,19 @@ def stock_drift(path=None, epochs:int=3, workers:int=2, seed:int=42):
 
 # %% ../nbs/05_examples.ipynb #00fcbcca
 @call_parse
-def demo(epochs:int=3, # epochs of `fit_one_cycle` per run
+def demo(epochs:int=2, # epochs of `fit_one_cycle` per run
          workers:int=2, # DataLoader worker processes
          seed:int=42): # the runs' seed
-    "Train on the bundled digits twice in fresh processes and prove the runs bitwise identical; then show stock fastai drift."
+    "Check the three contract points on the bundled digits in fresh processes; then show stock fastai drift."
     from fastrepro.learner import repro_learner
-    from fastrepro.verify import verify_reproducible
-    check_seed(seed); path, t0 = digits_path(), time.time()
-    print(f"fastrepro demo: digits CNN, {epochs} epochs of fit_one_cycle, {workers} workers, seed {seed}\n")
-    print("1. fastrepro: two runs, each in a fresh Python process")
-    def make_learner(): return repro_learner(digits_dblock(), path, seed=seed, model=digits_cnn, num_workers=workers, metrics=accuracy)
-    report = verify_reproducible(make_learner, lambda learn: learn.fit_one_cycle(epochs, 1e-2), runs=2)
+    from fastrepro.verify import verify_reproducible, CHECKS
+    check_seed(seed, caller='fastrepro-demo'); path, t0 = digits_path(), time.time()
+    print(f"fastrepro demo: digits CNN, {epochs} epochs of fit_one_cycle, seed {seed}\n")
+    print(f"1. fastrepro: five fresh Python processes: two plain runs ({workers} workers), one after one_batch, lr_find, "
+          "validate and get_preds, and one each with 0 and 2 workers")
+    def make_learner(num_workers=workers):
+        return repro_learner(digits_dblock(), path, seed=seed, model=digits_cnn, num_workers=num_workers, metrics=accuracy)
+    report = verify_reproducible(make_learner, lambda learn: learn.fit_one_cycle(epochs, 1e-2), checks=CHECKS)
     report.show()
     print("\n2. stock fastai: set_seed(42) before each run, in one process; the second run has an lr_find cell first")
     (loss_a, acc_a), (loss_b, acc_b), dw = stock_drift(path, epochs, workers, seed)

@@ -10,7 +10,7 @@ from torch import nn
 from fastai.learner import Learner
 from fastai.vision.learner import vision_learner
 from .seed import _key, check_seed, check_deterministic, seed_all
-from .data import DataRecipe
+from .data import DataRecipe, reseed_dls
 from .callback import ReproCallback
 
 # %% auto #0
@@ -35,7 +35,7 @@ def repro_learner(dblock, # a fastai DataBlock
                   dl_kwargs:dict=None, # more kwargs for `dblock.dataloaders`
                   **learner_kwargs): # passed to `learner_fn` (metrics, loss_func, ...)
     "Build DataLoaders and a Learner from `dblock` and `source`, seeded with keys of `seed`, with `ReproCallback` attached."
-    check_seed(seed, 'seed'); check_deterministic(deterministic)
+    check_seed(seed, caller='repro_learner'); check_deterministic(deterministic)
     if learner_fn is None and (arch is None) == (model is None):
         raise ValueError("repro_learner needs exactly one of `model` or `arch` when no `learner_fn` is given, "
                          f"got {'both' if model is not None else 'neither'}")
@@ -47,4 +47,5 @@ def repro_learner(dblock, # a fastai DataBlock
     learn = _build_learner(dls, learner_fn, arch, model, learner_kwargs)
     learn.repro_seed, learn.repro_deterministic, learn.repro_data = seed, deterministic, recipe
     learn.add_cb(ReproCallback(seed=seed))
+    reseed_dls(learn.dls, seed, fit=None)  # keyed at once: passes before the first fit vary and leave the generators alone
     return learn
