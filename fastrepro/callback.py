@@ -45,7 +45,9 @@ class ReproCallback(Callback):
         self.rng, self.counted, self.cancelled, self.m, self.ops = rng_states(), False, False, None, None
         self.fit_seed, self.n = self._resolve('seed', 42), getattr(self.learn, 'repro_fits', 0)
         self.kind = 'lr_find' if any(isinstance(cb, LRFinder) for cb in self.learn.cbs) else 'eval' if self.learn.lock.locked() else 'fit'
-        if self.kind == 'eval': return reseed_dls(self.dls, self.fit_seed, fit=None)  # validate, get_preds: free passes
+        if self.kind == 'eval':  # validate, get_preds: free passes, and nothing reseeded
+            reseed_dls(self.dls, self.fit_seed, fit=None)
+            return
         if self.kind == 'fit' and self.rebuild == 'full': rebuild_dls(self.learn, self.fit_seed)
         canonical_state(self.learn)
         fit = f'lr_find:{self.n}' if self.kind == 'lr_find' else self.n

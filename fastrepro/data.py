@@ -84,7 +84,7 @@ class KeyedStreams(StreamKeys):
         dl.before_iter, dl.get_idxs = self.before_iter, self.get_idxs
         self.items_keyed = bool(dl.indexed)  # an iterable dataset's items have no index to key them by
         if self.items_keyed: dl.create_item = self.create_item
-        # One Pipeline per loader: train and valid share theirs, and a loader derived with `dl.new` shares its parent's.
+        # One Pipeline per loader: train and valid share theirs.
         ab = dl.after_batch
         if isinstance(ab, Pipeline): dl.after_batch = KeyedPipeline(ab, self)
         else: self._after_batch, dl.after_batch = ab, self.after_batch
@@ -177,7 +177,8 @@ class KeyedTorchLoader(TorchDataLoader):
         super().__init__(KeyedDataset(dl.dataset, streams), **batching, num_workers=dl.num_workers, collate_fn=dl.collate_fn,
                          pin_memory=dl.pin_memory, timeout=dl.timeout, worker_init_fn=dl.worker_init_fn,
                          multiprocessing_context=dl.multiprocessing_context, prefetch_factor=dl.prefetch_factor,
-                         persistent_workers=dl.persistent_workers, pin_memory_device=dl.pin_memory_device)
+                         persistent_workers=dl.persistent_workers, pin_memory_device=dl.pin_memory_device,
+                         **({'in_order': dl.in_order} if hasattr(dl, 'in_order') else {}))  # torch >= 2.6
         self.repro_streams, self.original = streams, dl
 
     def __iter__(self):

@@ -28,7 +28,7 @@ class RunRecorder(Callback):
     def before_epoch(self): self.trained, self.n0 = False, len(self.losses)  # validation contexts fire epoch events too
     def before_train(self): self.trained = not self._skip()
     def after_batch(self):
-        if self.learn.model.training and self.trained: self.losses.append(self.loss.item())
+        if self.training and self.trained: self.losses.append(self.loss.item())
     def after_epoch(self):
         if not self.trained: return
         if (rec := getattr(self.learn, 'recorder', None)) is not None:
@@ -120,9 +120,8 @@ class ReproReport:
         self.comparisons, self.skipped = comparisons, dict(skipped or {})
         self.checks = {c: comparisons[c].identical if c in comparisons else None for c in (*comparisons, *self.skipped)}
         self.identical = bool(comparisons) and all(c.identical for c in comparisons.values())
-        main = next((c for c in comparisons.values() if not c.identical), next(iter(comparisons.values()), None))
-        self.main = main
-        for a in ('runs', 'metric_names', 'tensor_diffs', 'max_abs_diff', 'first_diff_epoch'): setattr(self, a, getattr(main, a, None))
+        self.main = next((c for c in comparisons.values() if not c.identical), next(iter(comparisons.values()), None))
+        for a in ('runs', 'metric_names', 'tensor_diffs', 'max_abs_diff', 'first_diff_epoch'): setattr(self, a, getattr(self.main, a, None))
 
     def __repr__(self):
         return (f"ReproReport(identical={self.identical}, checks={self.checks}, max_abs_diff={self.max_abs_diff:.3g}, "
@@ -212,7 +211,6 @@ def verify_reproducible(make_learner, # callable returning a Learner; for 'worke
         results[label] = (run_fresh(cloudpickle.dumps((make_learner, fit, kw)), timeout) if fresh_process
                           else run_once(make_learner, fit, **kw))
     fresh = [l for c, l, _ in plan if c == 'fresh']
-    groups = {'fresh': fresh if 'fresh' in checks else None, 'history': [fresh[0], 'history'] if 'history' in checks else None,
-              'workers': ['w0', 'w2'] if 'w0' in results else None}
-    comparisons = {c: RunComparison([results[l] for l in ls], ls) for c, ls in groups.items() if ls}
-    return ReproReport(comparisons, skipped)
+    groups = dict(fresh=fresh, history=fresh[:1] + ['history'], workers=['w0', 'w2'])
+    ran = [c for c in CHECKS if c in checks and c not in skipped]
+    return ReproReport({c: RunComparison([results[l] for l in groups[c]], groups[c]) for c in ran}, skipped)

@@ -74,3 +74,48 @@ def test_verify_reproducible_fresh_processes():
     assert clean.identical and clean.max_abs_diff == 0 and clean.first_diff_epoch is None
     noisy = verify_reproducible(lambda: _tabular(True), fit, runs=2)
     assert not noisy.identical and noisy.max_abs_diff > 0 and noisy.first_diff_epoch == 0
+
+# Pipelines for `verify_reproducible`'s checks: one clean, and one broken on purpose for each of 'history' and 'workers'.
+def _digits(num_workers=0, dl_type=None, extra_item_tfms=()):
+    from fastai.vision.all import accuracy
+    from fastrepro.all import repro_learner, digits_dblock, digits_cnn, digits_path
+    db = digits_dblock()
+    db.item_tfms = [*db.item_tfms, *extra_item_tfms]
+    return repro_learner(db, digits_path(), seed=42, model=digits_cnn, num_workers=num_workers, metrics=accuracy,
+                         dl_kwargs=dict(dl_type=dl_type) if dl_type else None)
+
+def _rotating(num_workers=0):
+    "A loader whose shuffle keeps state across passes, with no key: it rotates the order one step further each pass."
+    from fastai.data.core import TfmdDL
+    class RotatingDL(TfmdDL):
+        def shuffle_fn(self, idxs):
+            self.passes = getattr(self, 'passes', 0) + 1
+            return idxs[self.passes:] + idxs[:self.passes]
+    return _digits(num_workers, dl_type=RotatingDL)
+
+def _worker_noise(num_workers=0):
+    "An item transform that seeds its noise from the worker's id."
+    import torch
+    from torch.utils.data import get_worker_info
+    from fastai.vision.all import Transform, TensorImage
+    class WorkerNoise(Transform):
+        order = 90
+        def encodes(self, x:TensorImage):
+            w = get_worker_info()
+            return x + torch.rand(x.shape, generator=torch.Generator().manual_seed(w.id + 1 if w else 0))
+    return _digits(num_workers, extra_item_tfms=[WorkerNoise()])
+
+@pytest.mark.slow
+def test_verify_reproducible_checks_in_fresh_processes():
+    import cloudpickle
+    from fastrepro.verify import verify_reproducible, CHECKS
+    from fastrepro.examples import digits_path
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    digits_path()
+    fit = lambda learn: learn.fit(1, 1e-2)
+    clean = verify_reproducible(_digits, fit, checks=CHECKS, show_progress=False)
+    assert clean.checks == {'fresh': True, 'history': True, 'workers': True} and clean.identical
+    rot = verify_reproducible(_rotating, fit, checks=('history',), show_progress=False)
+    assert rot.checks == {'history': False} and not rot.identical and rot.max_abs_diff > 0
+    wn = verify_reproducible(_worker_noise, fit, checks=('workers',), show_progress=False)
+    assert wn.checks == {'workers': False} and not wn.identical and wn.first_diff_epoch == 0
