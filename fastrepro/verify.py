@@ -52,11 +52,9 @@ def run_once(make_learner, fit, history:bool=False, num_workers:int=None) -> dic
     "Build a learner (with `num_workers` if given), run the history cells if asked, fit it; return metrics, losses, weights."
     learn = make_learner() if num_workers is None else make_learner(num_workers=num_workers)
     rec, ran = RunRecorder(), []
-    with strict_hint(), learn.no_bar():
+    with strict_hint(), learn.no_bar(), learn.no_logging():
         if history:
-            for name, cell in history_cells(learn).items():
-                with learn.no_logging(): cell(learn)
-                ran.append(name)
+            for name, cell in history_cells(learn).items(): cell(learn); ran.append(name)
         _fit_with(learn, fit, rec)
     state = {k: v.detach().cpu().clone() for k, v in learn.model.state_dict().items()}
     return dict(names=rec.names, epochs=rec.epochs, losses=rec.losses, state=state, history=ran)
@@ -116,8 +114,8 @@ CHECKS = ('fresh', 'history', 'workers')
 
 class ReproReport:
     "The checks of `verify_reproducible`: a `RunComparison` per check that ran, and why the others were skipped."
-    def __init__(self, comparisons:dict, skipped:dict=None):
-        self.comparisons, self.skipped = comparisons, dict(skipped or {})
+    def __init__(self, comparisons:dict, skipped:dict=None, fresh_process:bool=True):
+        self.comparisons, self.skipped, self.fresh_process = comparisons, dict(skipped or {}), fresh_process
         self.checks = {c: comparisons[c].identical if c in comparisons else None for c in (*comparisons, *self.skipped)}
         self.identical = bool(comparisons) and all(c.identical for c in comparisons.values())
         self.main = next((c for c in comparisons.values() if not c.identical), next(iter(comparisons.values()), None))
@@ -130,11 +128,12 @@ class ReproReport:
 # %% ../nbs/04_verify.ipynb #79ff178e
 def _fmt(v): return f"{v:.6f}" if isinstance(v, float) else str(v)
 
-def _describe_check(name, c:RunComparison):
+def _describe_check(name, c:RunComparison, fresh_process=True):
     if name == 'history':
         return f"{', '.join(c.runs[1]['history']) or 'nothing'} before the fit, compared with the plain run"
     if name == 'workers': return "num_workers=0 and num_workers=2"
-    return f"{len(c.runs)} fresh runs, {len(c.tensor_diffs)} weight tensors, {len(c.runs[0]['epochs'])} epochs"
+    runs = f"{len(c.runs)} {'fresh' if fresh_process else 'in-process'} runs"
+    return f"{runs}, {len(c.tensor_diffs)} weight tensors, {len(c.runs[0]['epochs'])} epochs"
 
 def _show_epochs(c:RunComparison):
     names, n = c.metric_names, len(c.runs)
@@ -150,11 +149,12 @@ def _show(self:ReproReport, top:int=5):
     "Print one verdict per check, the per-epoch metrics of the failing (else the first) check's runs, and the tensors that differ most."
     if self.main is not None: _show_epochs(self.main); print()
     for name, c in self.comparisons.items():
-        if c.identical: print(f"{name:8s} bitwise identical: {_describe_check(name, c)}")
+        what = _describe_check(name, c, self.fresh_process)
+        if c.identical: print(f"{name:8s} bitwise identical: {what}")
         else:
             where = f"metrics first differ at epoch {c.first_diff_epoch}" if c.first_diff_epoch is not None else "metrics agree"
             n_diff = sum(1 for d in c.tensor_diffs.values() if d)
-            print(f"{name:8s} NOT reproducible ({_describe_check(name, c)}): {where}; "
+            print(f"{name:8s} NOT reproducible ({what}): {where}; "
                   f"{n_diff} of {len(c.tensor_diffs)} weight tensors differ, max |diff| {c.max_abs_diff:.3g}")
             for d, k in sorted(((d, k) for k, d in c.tensor_diffs.items() if d), reverse=True)[:top]: print(f"    {k}: {d:.3g}")
     for name, why in self.skipped.items(): print(f"{name:8s} skipped: {why}")
@@ -213,4 +213,4 @@ def verify_reproducible(make_learner, # callable returning a Learner; for 'worke
     fresh = [l for c, l, _ in plan if c == 'fresh']
     groups = dict(fresh=fresh, history=fresh[:1] + ['history'], workers=['w0', 'w2'])
     ran = [c for c in CHECKS if c in checks and c not in skipped]
-    return ReproReport({c: RunComparison([results[l] for l in groups[c]], groups[c]) for c in ran}, skipped)
+    return ReproReport({c: RunComparison([results[l] for l in groups[c]], groups[c]) for c in ran}, skipped, fresh_process)
