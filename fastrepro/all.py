@@ -7,3 +7,6 @@ from .verify import *
 from .examples import *
 from .fingerprint import *
 from .manifest import *
+from . import seed, data, callback, learner, verify, examples, fingerprint, manifest
+
+__all__ = [n for m in (seed, data, callback, learner, verify, examples, fingerprint, manifest) for n in m.__all__]
