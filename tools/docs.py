@@ -10,7 +10,7 @@ Quarto's render, is replaced: each processed notebook becomes a Markdown page (n
 the site, with the sidebar in nbdev's `sidebar.yml` order.
 """
 from __future__ import annotations
-import argparse, functools, http.server, inspect, re, shutil, sys, threading, time
+import argparse, functools, http.server, inspect, re, shutil, sys, tempfile, threading, time
 from pathlib import Path
 import nbformat, yaml
 from nbconvert import MarkdownExporter
@@ -155,24 +155,27 @@ def public_names():
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args): pass
 
-def serve(site:Path):
-    "Serve `site` on a free localhost port (pages use fetch and workers, which file:// URLs do not allow)."
-    srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(_Quiet, directory=str(site)))
+def serve(site:Path, baseurl:str):
+    "Serve `site` on a free localhost port under `baseurl`, as GitHub Pages does (pages use fetch and workers, which file:// URLs do not allow)."
+    root = Path(tempfile.mkdtemp())
+    (root/baseurl.strip('/')).symlink_to(site.resolve(), target_is_directory=True)
+    srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(_Quiet, directory=str(root)))
     threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv, f'http://127.0.0.1:{srv.server_address[1]}/'
+    return srv, f'http://127.0.0.1:{srv.server_address[1]}/{baseurl.strip("/")}/'
 
 _PAGE_JS = """() => ({
   ids: [...document.querySelectorAll('[id]')].map(e => e.id),
   links: [...document.querySelectorAll('a[href]')].map(a => a.href),
   images: [...document.images].map(i => ({src: i.src, ok: i.complete && i.naturalWidth > 0})),
-  headings: [...document.querySelectorAll('article h2, article h3, article h4')].map(h => [h.id, h.textContent.replace('¶', '').trim()]),
+  headings: [...document.querySelectorAll('article h2, article h3, article h4')].map(h => [
+    h.textContent.replace('¶', '').trim(), (h.nextElementSibling || {}).textContent || '']),
   code: [...document.querySelectorAll('article code')].map(c => c.textContent.trim()),
 })"""
 
-def browse(site:Path, screenshot:Path|None=None, chromium=CHROMIUM) -> dict:
+def browse(site:Path, screenshot:Path|None=None, chromium=CHROMIUM, baseurl='/fastrepro') -> dict:
     "Load every page of `site` in headless Chromium; return what each page showed and every error it raised."
     from playwright.sync_api import sync_playwright
-    srv, base = serve(site)
+    srv, base = serve(site, baseurl)
     pages, errors = {}, []
     try:
         with sync_playwright() as p:
@@ -197,7 +200,7 @@ def browse(site:Path, screenshot:Path|None=None, chromium=CHROMIUM) -> dict:
     finally: srv.shutdown()
     return dict(base=base, pages=pages, errors=errors)
 
-def problems(seen:dict, callables, constants) -> list[str]:
+def problems(seen:dict, callables, constants, site=SITE) -> list[str]:
     "Everything wrong with a browsed site: errors, broken links and anchors, images that did not load, undocumented names."
     base, pages = seen['base'], seen['pages']
     out = [f'{page}: {err}' for page, err in seen['errors']]
@@ -209,12 +212,14 @@ def problems(seen:dict, callables, constants) -> list[str]:
             target, _, anchor = href[len(base):].partition('#')
             target = target or page
             if target.endswith('/'): target += 'index.html'
-            if target not in pages and not (SITE/target).exists(): out.append(f'{page}: broken link to {target}')
+            if target not in pages and not (site/target).exists(): out.append(f'{page}: broken link to {target}')
             elif anchor and target in pages and anchor not in pages[target]['ids']:
                 out.append(f'{page}: broken anchor {target}#{anchor}')
-    documented = {text for info in pages.values() for hid, text in info['headings']}
+    def show_doc_of(name, text, signature):  # nbdev's show_doc: a heading, then the signature
+        return text == name and re.search(rf'\b(class\s+)?{re.escape(name)}\s*[(:]', signature)
+    headings = [h for info in pages.values() for h in info['headings']]
     for name in callables:
-        if name not in documented: out.append(f'no show_doc section for {name}')
+        if not any(show_doc_of(name, *h) for h in headings): out.append(f'no show_doc section for {name}')
     mentioned = {c for info in pages.values() for c in info['code']}
     for name in constants:
         if name not in mentioned: out.append(f'constant {name} is not mentioned on any page')
@@ -223,8 +228,9 @@ def problems(seen:dict, callables, constants) -> list[str]:
 def check(site=SITE, screenshot=PROC/'index.png', chromium=CHROMIUM) -> list[str]:
     "Browse the built site and return its problems (an empty list: all good)."
     if not (site/'index.html').exists(): return [f'no site in {site}: run python tools/docs.py first']
-    seen = browse(site, screenshot, chromium)
-    return problems(seen, *public_names())
+    from nbdev.config import get_config
+    seen = browse(site, screenshot, chromium, get_config().doc_baseurl)
+    return problems(seen, *public_names(), site=site)
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=inspect.getdoc(sys.modules[__name__]).splitlines()[0])
