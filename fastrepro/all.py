@@ -7,6 +7,7 @@ from .verify import *
 from .examples import *
 from .fingerprint import *
 from .manifest import *
-from . import seed, data, callback, learner, verify, examples, fingerprint, manifest
+from .sweep import *
+from . import seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep
 
-__all__ = [n for m in (seed, data, callback, learner, verify, examples, fingerprint, manifest) for n in m.__all__]
+__all__ = [n for m in (seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep) for n in m.__all__]

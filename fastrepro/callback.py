@@ -7,7 +7,7 @@ Docs: https://fastrepro.github.io/fastrepro/callback.html.md"""
 # %% ../nbs/02_callback.ipynb #eb3f07d3
 from __future__ import annotations
 import warnings
-from fastcore.basics import noop
+from fastcore.basics import noop, patch
 from fastai.callback.core import Callback, TrainEvalCallback, CancelFitException
 from fastai.callback.schedule import LRFinder
 from fastai.data.load import DataLoader
@@ -21,6 +21,7 @@ __all__ = ['REBUILD_MODES', 'ReproCallback', 'canonical_state', 'rebuild_dls']
 # %% ../nbs/02_callback.ipynb #157046cc
 REBUILD_MODES = ('reseed', 'full')
 
+# %% ../nbs/02_callback.ipynb #dcfbd4be
 class ReproCallback(Callback):
     "Reseed every RNG and give every loader fresh keyed streams before each fit."
     order = TrainEvalCallback.order - 10
@@ -35,68 +36,86 @@ class ReproCallback(Callback):
         self.seed, self.rebuild, self.deterministic, self.manifest, self.runs_dir = seed, rebuild, deterministic, manifest, runs_dir
         self.active, self.m, self.ops = False, None, None
 
-    def _resolve(self, attr, default): return getattr(self, attr) if getattr(self, attr) is not None else getattr(self.learn, f'repro_{attr}', default)
+# %% ../nbs/02_callback.ipynb #a3516619
+@patch
+def _resolve(self:ReproCallback, attr, default): return getattr(self, attr) if getattr(self, attr) is not None else getattr(self.learn, f'repro_{attr}', default)
+@patch
+def after_create(self:ReproCallback): reseed_dls(self.dls, self._resolve('seed', 42), fit=None)
 
-    def after_create(self): reseed_dls(self.dls, self._resolve('seed', 42), fit=None)
+# %% ../nbs/02_callback.ipynb #f33674e4
+@patch
+def before_fit(self:ReproCallback):
+    self.active = [cb for cb in self.learn.cbs if isinstance(cb, ReproCallback)][-1] is self
+    if not self.active: return
+    self.rng, self.counted, self.cancelled, self.m, self.ops = rng_states(), False, False, None, None
+    self.fit_seed, self.n = self._resolve('seed', 42), getattr(self.learn, 'repro_fits', 0)
+    self.kind = 'lr_find' if any(isinstance(cb, LRFinder) for cb in self.learn.cbs) else 'eval' if self.learn.lock.locked() else 'fit'
+    if self.kind == 'eval':  # validate, get_preds: free passes, and nothing reseeded
+        reseed_dls(self.dls, self.fit_seed, fit=None)
+        return
+    if self.kind == 'fit' and self.rebuild == 'full': rebuild_dls(self.learn, self.fit_seed)
+    canonical_state(self.learn)
+    fit = f'lr_find:{self.n}' if self.kind == 'lr_find' else self.n
+    self.learn.repro_record = set_seed(key(self.fit_seed, 'fit', fit), reproducible=True, deterministic=self._resolve('deterministic', 'warn'))
+    reseed_dls(self.dls, self.fit_seed, fit)
+    self.learn._with_events = _FailedFitGuard(self)
 
-    def before_fit(self):
-        self.active = [cb for cb in self.learn.cbs if isinstance(cb, ReproCallback)][-1] is self
-        if not self.active: return
-        self.rng, self.counted, self.cancelled, self.m, self.ops = rng_states(), False, False, None, None
-        self.fit_seed, self.n = self._resolve('seed', 42), getattr(self.learn, 'repro_fits', 0)
-        self.kind = 'lr_find' if any(isinstance(cb, LRFinder) for cb in self.learn.cbs) else 'eval' if self.learn.lock.locked() else 'fit'
-        if self.kind == 'eval':  # validate, get_preds: free passes, and nothing reseeded
-            reseed_dls(self.dls, self.fit_seed, fit=None)
-            return
-        if self.kind == 'fit' and self.rebuild == 'full': rebuild_dls(self.learn, self.fit_seed)
-        canonical_state(self.learn)
-        fit = f'lr_find:{self.n}' if self.kind == 'lr_find' else self.n
-        self.learn.repro_record = set_seed(key(self.fit_seed, 'fit', fit), reproducible=True, deterministic=self._resolve('deterministic', 'warn'))
-        reseed_dls(self.dls, self.fit_seed, fit)
-        self.learn._with_events = _FailedFitGuard(self)
+# %% ../nbs/02_callback.ipynb #30fe591b
+@patch
+def before_epoch(self:ReproCallback):
+    if self.active and self.kind != 'eval': set_epoch(self.dls, self.epoch)
 
-    def before_epoch(self):
-        if self.active and self.kind != 'eval': set_epoch(self.dls, self.epoch)
+# %% ../nbs/02_callback.ipynb #d812e892
+@patch
+def before_validate(self:ReproCallback):
+    "Key the loaders `get_preds` derives (`dls.valid.new(...)`) as free passes, so their items do not depend on workers."
+    if self.active and isinstance(self.dl, DataLoader) and not any(self.dl is dl for dl in self.dls.loaders):
+        keyed_loader(self.dl, self.fit_seed, 'derived').repro_streams.release()
 
-    def before_validate(self):
-        "Key the loaders `get_preds` derives (`dls.valid.new(...)`) as free passes, so their items do not depend on workers."
-        if self.active and isinstance(self.dl, DataLoader) and not any(self.dl is dl for dl in self.dls.loaders):
-            keyed_loader(self.dl, self.fit_seed, 'derived').repro_streams.release()
+# %% ../nbs/02_callback.ipynb #a9f91936
+@patch
+def before_train(self:ReproCallback):
+    if not self.active or self.kind != 'fit' or self.counted: return
+    self.learn.repro_fits, self.counted = self.n + 1, True
+    if self.manifest:
+        if self.learn.repro_record.warn_only: self.ops = NondeterministicOps().start()
+        self.m = start_fit_manifest(self.learn, self.fit_seed, self.learn.repro_record.as_dict(), fit=self.n)
+        self.learn.repro_manifest = end_fit_manifest(self.learn, self.m, None, self.runs_dir)  # status `running`
 
-    def before_train(self):
-        if not self.active or self.kind != 'fit' or self.counted: return
-        self.learn.repro_fits, self.counted = self.n + 1, True
-        if self.manifest:
-            if self.learn.repro_record.warn_only: self.ops = NondeterministicOps().start()
-            self.m = start_fit_manifest(self.learn, self.fit_seed, self.learn.repro_record.as_dict(), fit=self.n)
-            self.learn.repro_manifest = end_fit_manifest(self.learn, self.m, None, self.runs_dir)  # status `running`
+# %% ../nbs/02_callback.ipynb #61a8b0c0
+@patch
+def after_cancel_fit(self:ReproCallback): self.cancelled = True
+@patch
+def after_fit(self:ReproCallback):
+    if not self.active: return
+    _remove_guard(self.learn)
+    if self.m is not None: self._end('cancelled' if self.cancelled else 'completed')
+    self._leave()
 
-    def after_cancel_fit(self): self.cancelled = True
+# %% ../nbs/02_callback.ipynb #f6c7528d
+@patch
+def _leave(self:ReproCallback):
+    "Free the loaders, and give the generators back unless this was a counted fit."
+    release_dls(self.dls)
+    if not self.counted: set_rng_states(self.rng)
 
-    def after_fit(self):
-        if not self.active: return
-        _remove_guard(self.learn)
-        if self.m is not None: self._end('cancelled' if self.cancelled else 'completed')
-        self._leave()
+# %% ../nbs/02_callback.ipynb #494fd173
+@patch
+def _end(self:ReproCallback, status, error=None):
+    "Stop counting non-deterministic ops and write the fit's final manifest."
+    m, ops, self.m, self.ops = self.m, self.ops, None, None
+    # warn-only counts what ran; strict mode would have raised at the first such op; with determinism off, nobody knows
+    m['randomness']['nondeterministic_ops'] = ops.stop() if ops else ({} if self.learn.repro_record.deterministic_algorithms else None)
+    self.learn.repro_manifest = end_fit_manifest(self.learn, m, status, self.runs_dir, error)
 
-    def _leave(self):
-        "Free the loaders, and give the generators back unless this was a counted fit."
-        release_dls(self.dls)
-        if not self.counted: set_rng_states(self.rng)
-
-    def _end(self, status, error=None):
-        "Stop counting non-deterministic ops and write the fit's final manifest."
-        m, ops, self.m, self.ops = self.m, self.ops, None, None
-        # warn-only counts what ran; strict mode would have raised at the first such op; with determinism off, nobody knows
-        m['randomness']['nondeterministic_ops'] = ops.stop() if ops else ({} if self.learn.repro_record.deterministic_algorithms else None)
-        self.learn.repro_manifest = end_fit_manifest(self.learn, m, status, self.runs_dir, error)
-
-    def _failed(self, e:BaseException):
-        _remove_guard(self.learn)
-        try:
-            if self.m is not None: self._end('cancelled' if isinstance(e, KeyboardInterrupt) else 'failed', e)
-        except Exception as w: warnings.warn(f"fastrepro could not write the manifest of the fit that raised {e!r}: {w!r}")
-        finally: self._leave()
+# %% ../nbs/02_callback.ipynb #2fccecf1
+@patch
+def _failed(self:ReproCallback, e:BaseException):
+    _remove_guard(self.learn)
+    try:
+        if self.m is not None: self._end('cancelled' if isinstance(e, KeyboardInterrupt) else 'failed', e)
+    except Exception as w: warnings.warn(f"fastrepro could not write the manifest of the fit that raised {e!r}: {w!r}")
+    finally: self._leave()
 
 # %% ../nbs/02_callback.ipynb #5826e8f5
 class _FailedFitGuard:
@@ -109,6 +128,7 @@ class _FailedFitGuard:
         except CancelFitException: raise  # fastai's own early stop: `after_cancel_fit` records it
         except BaseException as e: self.cb._failed(e); raise
 
+# %% ../nbs/02_callback.ipynb #bf5d16ff
 def _remove_guard(learn):
     "Give `learn` back the class's `_with_events`."
     learn.__dict__.pop('_with_events', None)

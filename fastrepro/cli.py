@@ -1,4 +1,4 @@
-"""`fastrepro show`, `diff`, `check-env` and `runs`: read, compare and list run manifests from a shell, with exit codes scripts can rely on.
+"""`fastrepro show`, `diff`, `check-env`, `runs` and `sweep`: read, compare and list run manifests and seed sweeps from a shell, with exit codes scripts can rely on.
 
 Docs: https://fastrepro.github.io/fastrepro/cli.html.md"""
 
@@ -9,9 +9,53 @@ from __future__ import annotations
 import argparse, json, sys
 from pathlib import Path
 from .manifest import ManifestError, diff_manifests, environment, hardware, env_vars, load_manifest, runs_dir
+from .sweep import SweepError, load_sweep, compare_sweeps
 
 # %% auto #0
-__all__ = ['CHECKED', 'resolve_run', 'show', 'runs_table', 'check_env', 'main']
+__all__ = ['CHECKED', 'main', 'resolve_run', 'show', 'runs_table', 'check_env']
+
+# %% ../nbs/08_cli.ipynb #175718d1
+def _parser():
+    p = argparse.ArgumentParser(prog='fastrepro', description='Read, compare and list fastrepro run manifests.')
+    p.add_argument('--runs', default=None, help='runs folder for run ids (default: $FASTREPRO_RUNS, else ./runs)')
+    sub = p.add_subparsers(dest='command', required=True)
+    s = sub.add_parser('show', help='summarise one run'); s.add_argument('run', help='manifest path or run id')
+    d = sub.add_parser('diff', help='what differs between two runs; exit 1 if anything that can change results does')
+    d.add_argument('run_a'); d.add_argument('run_b')
+    d.add_argument('--json', action='store_true', help='print the differences as JSON')
+    d.add_argument('--all', action='store_true', help='include fields that cannot change results (ids, times)')
+    c = sub.add_parser('check-env', help="compare this Python environment and hardware with a run's; exit 1 if they differ")
+    c.add_argument('run')
+    r = sub.add_parser('runs', help='list the runs in a folder'); r.add_argument('dir', nargs='?', default=None)
+    _add_sweep(sub)
+    return p
+
+# %% ../nbs/08_cli.ipynb #f4de9380
+def _add_sweep(sub):
+    sw = sub.add_parser('sweep', help='seed sweeps: show one, check a run against its band, compare two')
+    cmd = sw.add_subparsers(dest='sweep_command', required=True)
+    cmd.add_parser('show', help="a sweep's summary and per-seed table").add_argument('dir', help='sweep folder')
+    c = cmd.add_parser('check', help="is a run inside the sweep's band? exit 1 if not")
+    c.add_argument('run', help='manifest path or run id'); c.add_argument('dir', help='sweep folder')
+    c.add_argument('--metric', default='accuracy'); c.add_argument('--level', type=float, default=0.95)
+    k = cmd.add_parser('compare', help='is sweep B better or worse than sweep A beyond seed noise?')
+    k.add_argument('dir_a'); k.add_argument('dir_b'); k.add_argument('--metric', default='accuracy')
+
+# %% ../nbs/08_cli.ipynb #c6761bea
+def _sweep_cmd(a) -> int:
+    if a.sweep_command == 'show': load_sweep(a.dir).show(); return 0
+    if a.sweep_command == 'compare': print(compare_sweeps(load_sweep(a.dir_a), load_sweep(a.dir_b), a.metric)); return 0
+    res = load_sweep(a.dir).check(load_manifest(resolve_run(a.run, a.runs)), a.metric, a.level)
+    print(res)
+    return 0 if res.inside else 1
+
+# %% ../nbs/08_cli.ipynb #6e1a9c4d
+def main(argv=None) -> int:
+    "The `fastrepro` console script."
+    a = _parser().parse_args(argv)
+    try: return _run(a)
+    except (FileNotFoundError, LookupError, ManifestError, NotADirectoryError, SweepError) as e:
+        print(f"fastrepro: error: {e}", file=sys.stderr); return 2
 
 # %% ../nbs/08_cli.ipynb #32545aef
 def resolve_run(run:str, runs=None) -> Path:
@@ -32,80 +76,90 @@ def _fmt(v): return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 def _ops(ops): return 'not recorded' if ops is None else ', '.join(f"{k} ×{n}" for k, n in ops.items()) or 'none'
 
+# %% ../nbs/08_cli.ipynb #0d5b7e3a
 def _unkeyed(r):
     "The loaders fastrepro could not key, if any, as the randomness line names them."
     bad = [f"loader {l['loader']} ({l['type']}: {', '.join(l['unkeyed'])})" for l in r.get('loaders') or [] if not l['keyed']]
     return f"; NOT keyed: {'; '.join(bad)}" if bad else ''
 
+# %% ../nbs/08_cli.ipynb #e3c9a1f4
+def _randomness(r):
+    "The randomness layer `r` in one line: seed, fit, determinism, key scheme, non-deterministic ops, unkeyed loaders."
+    return (f"seed {r['seed']}, fit {r.get('fit')}, deterministic {(r.get('set_seed') or {}).get('deterministic')}, "
+            f"key scheme {r['key_scheme']}, non-deterministic ops {_ops(r.get('nondeterministic_ops'))}{_unkeyed(r)}")
+
+# %% ../nbs/08_cli.ipynb #5f8a2c6b
 def _call(hp):
     "The outermost fit call, as written: `fit_one_cycle(n_epoch=1, lr_max=[0.01], ...)`."
     calls = hp.get('calls') or {hp.get('method'): {}}
     name, args = next(iter(calls.items()))
     return f"{name}({', '.join(f'{k}={_fmt(v)}' for k, v in args.items())})"
 
-def show(m:dict) -> str:
-    "A readable summary of manifest `m`."
-    r, c, e, h, hp = m['randomness'], m['code'], m['environment'], m['hardware'], m['hyperparameters']
-    data = m['data'] or {}
+# %% ../nbs/08_cli.ipynb #a7d4e0b2
+def _layer_lines(m):
+    "One line for each layer of manifest `m` but the results."
+    c, e, h, hp, data = m['code'], m['environment'], m['hardware'], m['hyperparameters'], m['data'] or {}
     splits = ', '.join(f"{k} {v['n']} ({v['sha256'][:12]})" for k, v in (data.get('splits') or {}).items())
-    lines = [f"run {m['run_id']}  {m['status']}" + (f" ({m['error']})" if m.get('error') else ''),
-             f"  started {m['started_at']}, {_fmt(m.get('duration_s'))} s",
-             f"  randomness  seed {r['seed']}, fit {r.get('fit')}, deterministic {(r.get('set_seed') or {}).get('deterministic')}, "
-             f"key scheme {r['key_scheme']}, non-deterministic ops {_ops(r.get('nondeterministic_ops'))}{_unkeyed(r)}",
-             f"  data        {splits or data.get('error') or 'not recorded'}",
-             f"  code        {c.get('commit') or 'no git'}{' (dirty)' if c.get('dirty') else ''} {c.get('script') or ''}".rstrip(),
-             f"  environment python {e.get('python')}, torch {e.get('torch')}, cuda {e.get('cuda')}, {len(e.get('packages', {}))} packages",
-             f"  hardware    {h.get('cpu_model')} x{h.get('cpu_count')}, gpus {[g['name'] for g in h['gpus']] if h.get('gpus') else None}",
-             f"  env vars    {m['env_vars'] or {}}",
-             f"  fit         {_call(hp)}, {hp.get('epochs')} epochs, bs {hp.get('bs')}, {hp.get('num_workers')} workers, "
-             f"{hp.get('model')} ({hp.get('n_params')} params)"]
-    res = m['results'] or {}
+    return [f"  randomness  {_randomness(m['randomness'])}",
+            f"  data        {splits or data.get('error') or 'not recorded'}",
+            f"  code        {c.get('commit') or 'no git'}{' (dirty)' if c.get('dirty') else ''} {c.get('script') or ''}".rstrip(),
+            f"  environment python {e.get('python')}, torch {e.get('torch')}, cuda {e.get('cuda')}, {len(e.get('packages', {}))} packages",
+            f"  hardware    {h.get('cpu_model')} x{h.get('cpu_count')}, gpus {[g['name'] for g in h['gpus']] if h.get('gpus') else None}",
+            f"  env vars    {m['env_vars'] or {}}",
+            f"  fit         {_call(hp)}, {hp.get('epochs')} epochs, bs {hp.get('bs')}, {hp.get('num_workers')} workers, "
+            f"{hp.get('model')} ({hp.get('n_params')} params)"]
+
+# %% ../nbs/08_cli.ipynb #1c6e9f3d
+def _results_lines(res):
+    "The metrics of each epoch as a table, then the final weights' hash."
+    lines = []
     if res.get('epochs'):
         names = res['metric_names']
         lines.append('  epoch  ' + '  '.join(f'{n:>12}' for n in names))
         lines += [f'  {i:5d}  ' + '  '.join(f'{_fmt(v):>12}' for v in row) for i, row in enumerate(res['epochs'])]
-    lines.append(f"  weights     {res.get('final_weights_sha256')}")
+    return lines + [f"  weights     {res.get('final_weights_sha256')}"]
+
+# %% ../nbs/08_cli.ipynb #b8f2d5a1
+def show(m:dict) -> str:
+    "A readable summary of manifest `m`."
+    lines = [f"run {m['run_id']}  {m['status']}" + (f" ({m['error']})" if m.get('error') else ''),
+             f"  started {m['started_at']}, {_fmt(m.get('duration_s'))} s",
+             *_layer_lines(m), *_results_lines(m['results'] or {})]
     lines += [f"  artifact    {a['path']} ({a['size']} bytes, sha256 {a['sha256'][:12]})" for a in m.get('artifacts') or []]
     return '\n'.join(lines)
 
+# %% ../nbs/08_cli.ipynb #4a0e7c9b
+def _run_row(m):
+    "One line of the runs table: id, start, status, seed, final metrics, data hash, commit."
+    final = ' '.join(f"{k}={_fmt(v)}" for k, v in ((m['results'] or {}).get('final') or {}).items())
+    data = ((m['data'] or {}).get('items') or {}).get('sha256') or '-'
+    return (f"{m['run_id']:36s}  {m['started_at'][:19]}  {m['status']:9s}  seed={m['randomness']['seed']}  "
+            f"{final}  data={data[:12]}  commit={(m['code'].get('commit') or '-')[:8]}")
+
+# %% ../nbs/08_cli.ipynb #d2b7f4e8
 def runs_table(folder) -> str:
     "One line per manifest in `folder`: id, start, status, seed, final metrics, data hash, commit."
     folder = Path(folder)
     if not folder.is_dir(): raise NotADirectoryError(f"no runs folder at {folder}")
     rows = []
     for f in sorted(p for p in folder.glob('*.json') if not p.name.startswith('.')):
-        try: m = load_manifest(f)
-        except ManifestError as e: rows.append(f"{f.stem:36s}  unreadable: {e}"); continue
-        final = ' '.join(f"{k}={_fmt(v)}" for k, v in ((m['results'] or {}).get('final') or {}).items())
-        data = ((m['data'] or {}).get('items') or {}).get('sha256') or '-'
-        rows.append(f"{m['run_id']:36s}  {m['started_at'][:19]}  {m['status']:9s}  seed={m['randomness']['seed']}  "
-                    f"{final}  data={data[:12]}  commit={(m['code'].get('commit') or '-')[:8]}")
+        try: rows.append(_run_row(load_manifest(f)))
+        except ManifestError as e: rows.append(f"{f.stem:36s}  unreadable: {e}")
     return '\n'.join(rows) if rows else f"no runs in {folder}"
 
+# %% ../nbs/08_cli.ipynb #9f3a6d0c
 CHECKED = ('environment', 'hardware')
 
+# %% ../nbs/08_cli.ipynb #3e7c1b5f
 def check_env(m:dict) -> tuple:
     "Differences between this process and manifest `m`: (environment and hardware, env vars)."
     now = dict(environment=environment(), hardware=hardware(), env_vars=env_vars())
     return (diff_manifests({k: m[k] for k in CHECKED}, {k: now[k] for k in CHECKED}),
             diff_manifests({'env_vars': m['env_vars']}, {'env_vars': now['env_vars']}))
 
-# %% ../nbs/08_cli.ipynb #175718d1
-def _parser():
-    p = argparse.ArgumentParser(prog='fastrepro', description='Read, compare and list fastrepro run manifests.')
-    p.add_argument('--runs', default=None, help='runs folder for run ids (default: $FASTREPRO_RUNS, else ./runs)')
-    sub = p.add_subparsers(dest='command', required=True)
-    s = sub.add_parser('show', help='summarise one run'); s.add_argument('run', help='manifest path or run id')
-    d = sub.add_parser('diff', help='what differs between two runs; exit 1 if anything that can change results does')
-    d.add_argument('run_a'); d.add_argument('run_b')
-    d.add_argument('--json', action='store_true', help='print the differences as JSON')
-    d.add_argument('--all', action='store_true', help='include fields that cannot change results (ids, times)')
-    c = sub.add_parser('check-env', help="compare this Python environment and hardware with a run's; exit 1 if they differ")
-    c.add_argument('run')
-    r = sub.add_parser('runs', help='list the runs in a folder'); r.add_argument('dir', nargs='?', default=None)
-    return p
-
+# %% ../nbs/08_cli.ipynb #8c4f0a2e
 def _run(a) -> int:
+    if a.command == 'sweep': return _sweep_cmd(a)
     load = lambda run: load_manifest(resolve_run(run, a.runs))
     if a.command == 'show': print(show(load(a.run))); return 0
     if a.command == 'runs': print(runs_table(runs_dir(a.dir if a.dir is not None else a.runs))); return 0
@@ -119,10 +173,3 @@ def _run(a) -> int:
     print(f"this Python environment and hardware match {m['run_id']}" if not d.matters else f"results could differ from {m['run_id']}:\n{d}")
     if ev.matters: print(f"note, set these as the run had them (fastrepro's set_seed sets CUBLAS_WORKSPACE_CONFIG itself):\n{ev}")
     return 1 if d.matters else 0
-
-def main(argv=None) -> int:
-    "The `fastrepro` console script."
-    a = _parser().parse_args(argv)
-    try: return _run(a)
-    except (FileNotFoundError, LookupError, ManifestError, NotADirectoryError) as e:
-        print(f"fastrepro: error: {e}", file=sys.stderr); return 2

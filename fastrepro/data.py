@@ -11,7 +11,7 @@ from copy import copy
 from pathlib import Path
 import torch
 from torch.utils.data import DataLoader as TorchDataLoader, Dataset, IterableDataset, Sampler, get_worker_info
-from fastcore.basics import store_attr
+from fastcore.basics import patch, store_attr
 from fastcore.foundation import L
 from fastcore.xtras import ReindexCollection
 from fastai.data.block import DataBlock
@@ -25,8 +25,6 @@ __all__ = ['StreamKeys', 'KeyedPipeline', 'KeyedStreams', 'reset_orders', 'Keyed
            'SortedItems', 'sorted_dblock', 'DataRecipe']
 
 # %% ../nbs/01_data.ipynb #416adcce
-_FREE_ITERS = itertools.count()  # passes outside fits, numbered across the process
-
 class StreamKeys:
     "Where a loader's streams are keyed: its seed and index, and either a fit and epoch (pinned) or a pass outside fits (free)."
     def __init__(self, seed:int, loader=0):
@@ -38,31 +36,44 @@ class StreamKeys:
     def pin(self, fit, epoch=0): self.fit, self.epoch, self.batch, self._held = fit, epoch, 0, None
     def release(self): self.fit = None
 
-    def _k(self, purpose, *parts):
-        fit, epoch = (self.fit, self.epoch) if self.pinned else ('free', self.free_iter)
-        return _key(self.seed, (purpose, fit, epoch, self.loader, *parts))
-
-    def start_iter(self):
-        "A new pass: batches count from 0, and outside fits the pass takes the next free number."
-        self.batch = 0
-        if not self.pinned: self.free_iter = next(_FREE_ITERS)
-
-    def seed_key(self, k:int, hold:bool):
-        "Seed the global generators with `k`; with `hold`, keep the caller's states first (once until `give_back`)."
-        if hold and self._held is None and get_worker_info() is None: self._held = rng_states()
-        seed_generators(k)
-
-    def seed_stream(self, purpose, *parts): self.seed_key(self._k(purpose, *parts), hold=not self.pinned)
-    def next_batch(self): self.seed_stream('batch', self.batch); self.batch += 1
-
-    def give_back(self):
-        "Put back the generator states held since the last `give_back`."
-        if self._held is not None: set_rng_states(self._held); self._held = None
-
     def __getstate__(self): return {k: v for k, v in vars(self).items() if k != '_held'}
     def __repr__(self):
         where = f"fit={self.fit!r}, epoch={self.epoch}" if self.pinned else f"free pass {self.free_iter}"
         return f"{type(self).__name__}(seed={self.seed}, loader={self.loader}, {where})"
+
+# %% ../nbs/01_data.ipynb #48a763c8
+_FREE_ITERS = itertools.count()  # passes outside fits, numbered across the process
+
+@patch
+def _k(self:StreamKeys, purpose, *parts):
+    fit, epoch = (self.fit, self.epoch) if self.pinned else ('free', self.free_iter)
+    return _key(self.seed, (purpose, fit, epoch, self.loader, *parts))
+
+# %% ../nbs/01_data.ipynb #42429770
+@patch
+def start_iter(self:StreamKeys):
+    "A new pass: batches count from 0, and outside fits the pass takes the next free number."
+    self.batch = 0
+    if not self.pinned: self.free_iter = next(_FREE_ITERS)
+
+# %% ../nbs/01_data.ipynb #563a0a1c
+@patch
+def seed_key(self:StreamKeys, k:int, hold:bool):
+    "Seed the global generators with `k`; with `hold`, keep the caller's states first (once until `give_back`)."
+    if hold and self._held is None and get_worker_info() is None: self._held = rng_states()
+    seed_generators(k)
+
+# %% ../nbs/01_data.ipynb #7ae36b88
+@patch
+def seed_stream(self:StreamKeys, purpose, *parts): self.seed_key(self._k(purpose, *parts), hold=not self.pinned)
+@patch
+def next_batch(self:StreamKeys): self.seed_stream('batch', self.batch); self.batch += 1
+
+# %% ../nbs/01_data.ipynb #cf5d0be7
+@patch
+def give_back(self:StreamKeys):
+    "Put back the generator states held since the last `give_back`."
+    if self._held is not None: set_rng_states(self._held); self._held = None
 
 # %% ../nbs/01_data.ipynb #d37e3bb3
 class KeyedPipeline(Pipeline):
@@ -76,6 +87,7 @@ class KeyedPipeline(Pipeline):
         finally: self.streams.give_back()
     def __repr__(self): return 'Keyed' + super().__repr__()
 
+# %% ../nbs/01_data.ipynb #8dae2ae8
 class KeyedStreams(StreamKeys):
     "Keyed shuffle, worker, item and batch streams for one fastai `DataLoader`, installed through its hooks."
     def __init__(self, dl:DataLoader, seed:int, loader=0):
@@ -90,32 +102,40 @@ class KeyedStreams(StreamKeys):
         else: self._after_batch, dl.after_batch = ab, self.after_batch
         dl.repro_streams = self
 
-    def before_iter(self):
-        self._before_iter()
-        self.start_iter()
-        self.dl.rng = random.Random(self._k('shuffle'))
-        self.dl.fake_l.generator = torch.Generator().manual_seed(self._k('workers'))
-
-    def get_idxs(self):
-        self.seed_stream('shuffle', 'global')  # for the shuffles that bypass `dl.rng`
-        try:
-            if self.dl.shuffle: reset_orders(self.dl)
-            return self._get_idxs()
-        finally: self.give_back()
-
-    def create_item(self, s):
-        self.seed_stream('item', s)
-        return self._create_item(s)
-
-    def after_batch(self, b):
-        "Used instead of `KeyedPipeline` for loaders whose `after_batch` is a plain function."
-        self.next_batch()
-        try: return self._after_batch(b)
-        finally: self.give_back()
-
     def __getstate__(self):
         "Pickle (as `learn.export` does) without the loader and its dataset: only the keys' coordinates."
         return {k: v for k, v in super().__getstate__().items() if k not in ('dl', '_before_iter', '_get_idxs', '_create_item', '_after_batch')}
+
+# %% ../nbs/01_data.ipynb #e701a4b5
+@patch
+def before_iter(self:KeyedStreams):
+    self._before_iter()
+    self.start_iter()
+    self.dl.rng = random.Random(self._k('shuffle'))
+    self.dl.fake_l.generator = torch.Generator().manual_seed(self._k('workers'))
+
+# %% ../nbs/01_data.ipynb #b7002492
+@patch
+def create_item(self:KeyedStreams, s):
+    self.seed_stream('item', s)
+    return self._create_item(s)
+
+# %% ../nbs/01_data.ipynb #b976c3a7
+@patch
+def after_batch(self:KeyedStreams, b):
+    "Used instead of `KeyedPipeline` for loaders whose `after_batch` is a plain function."
+    self.next_batch()
+    try: return self._after_batch(b)
+    finally: self.give_back()
+
+# %% ../nbs/01_data.ipynb #ad562772
+@patch
+def get_idxs(self:KeyedStreams):
+    self.seed_stream('shuffle', 'global')  # for the shuffles that bypass `dl.rng`
+    try:
+        if self.dl.shuffle: reset_orders(self.dl)
+        return self._get_idxs()
+    finally: self.give_back()
 
 # %% ../nbs/01_data.ipynb #4d8ae8b1
 def reset_orders(dl):
@@ -138,6 +158,7 @@ class KeyedDataset(Dataset):
         if name.startswith('__') or name in ('ds', 'streams'): raise AttributeError(name)
         return getattr(self.ds, name)
 
+# %% ../nbs/01_data.ipynb #a1b3e20e
 def _with_generator(sampler):
     "`sampler` and the samplers it wraps that hold a torch `Generator`."
     out = []
@@ -146,26 +167,29 @@ def _with_generator(sampler):
         sampler = getattr(sampler, 'sampler', None)
     return out
 
+# %% ../nbs/01_data.ipynb #80e1b456
 class KeyedSampler(Sampler):
     "Wraps a sampler or batch sampler: draws each pass's order under the shuffle key and tags every index with its item key."
     def __init__(self, inner, streams:StreamKeys): self.inner, self.streams = inner, streams
     def __len__(self): return len(self.inner)
 
-    def order(self) -> list:
-        "The pass's order (indices, or batches of them), drawn under the shuffle key; the generators are given back."
-        holders = _with_generator(self.inner)
-        saved = [o.generator for o in holders]
-        self.streams.seed_stream('shuffle', 'global')  # a sampler without a generator draws its seed from torch's
-        try:
-            for o in holders: o.generator = torch.Generator().manual_seed(self.streams._k('shuffle'))
-            return list(self.inner)
-        finally:
-            for o, g in zip(holders, saved): o.generator = g
-            self.streams.give_back()
-
     def _tag(self, i): i = int(i); return i, self.streams._k('item', i), not self.streams.pinned
     def __iter__(self):
         for o in self.order(): yield self._tag(o) if isinstance(o, numbers.Integral) else [self._tag(i) for i in o]
+
+# %% ../nbs/01_data.ipynb #7a75f37b
+@patch
+def order(self:KeyedSampler) -> list:
+    "The pass's order (indices, or batches of them), drawn under the shuffle key; the generators are given back."
+    holders = _with_generator(self.inner)
+    saved = [o.generator for o in holders]
+    self.streams.seed_stream('shuffle', 'global')  # a sampler without a generator draws its seed from torch's
+    try:
+        for o in holders: o.generator = torch.Generator().manual_seed(self.streams._k('shuffle'))
+        return list(self.inner)
+    finally:
+        for o, g in zip(holders, saved): o.generator = g
+        self.streams.give_back()
 
 # %% ../nbs/01_data.ipynb #b8b4ecaf
 class KeyedTorchLoader(TorchDataLoader):
@@ -196,6 +220,7 @@ class UnkeyedLoaderWarning(UserWarning):
 
 def _describe(dl): return f"{type(dl).__name__}" + (f" over {type(dl.dataset).__name__}" if hasattr(dl, 'dataset') else '')
 
+# %% ../nbs/01_data.ipynb #f5242129
 def keyed_loader(dl, seed:int, loader=0):
     "`dl` with keyed streams (`dl.repro_streams`): a fastai loader keyed in place, a PyTorch one rebuilt; `dl` itself if it cannot be."
     ks = getattr(dl, 'repro_streams', None)
@@ -214,6 +239,7 @@ def keyed_loader(dl, seed:int, loader=0):
     dl.repro_streams.seed, dl.repro_streams.loader = check_seed(seed, caller='keyed_loader'), loader
     return dl
 
+# %% ../nbs/01_data.ipynb #7f609dd0
 def reseed_dls(dls, seed:int, fit=0):
     "Key every loader of `dls` for `seed` and pin it to fit `fit` at epoch 0 (`fit=None`: leave it free)."
     for i, dl in enumerate(dls.loaders):
@@ -223,6 +249,7 @@ def reseed_dls(dls, seed:int, fit=0):
         else: ks.pin(fit)
     return dls
 
+# %% ../nbs/01_data.ipynb #197e1bfc
 def _streams(dls): return [ks for dl in dls.loaders if (ks := getattr(dl, 'repro_streams', None)) is not None]
 
 def set_epoch(dls, epoch:int):
@@ -230,10 +257,12 @@ def set_epoch(dls, epoch:int):
     for ks in _streams(dls):
         if ks.pinned: ks.epoch = epoch
 
+# %% ../nbs/01_data.ipynb #52d1a8f2
 def release_dls(dls):
     "Free the streams of every loader of `dls`: each later pass outside a fit gets its own keys."
     for ks in _streams(dls): ks.release()
 
+# %% ../nbs/01_data.ipynb #afaf25f8
 def loader_keying(dls) -> list:
     "What fastrepro keys in each loader of `dls`, for the manifest."
     def one(i, dl):
@@ -252,6 +281,7 @@ class SortedItems:
         return items
     def __repr__(self): return f"SortedItems({getattr(self.get_items, '__name__', self.get_items)})"
 
+# %% ../nbs/01_data.ipynb #24f11faf
 def sorted_dblock(dblock:DataBlock) -> DataBlock:
     "A shallow copy of `dblock` whose `get_items` returns sorted items; `dblock` itself is left alone."
     db = copy(dblock)
@@ -269,7 +299,9 @@ class DataRecipe:
             raise FileNotFoundError(f"`source` does not exist: {source}")
         self.dblock, self.source, self.dl_kwargs = sorted_dblock(dblock), source, dict(dl_kwargs or {})
 
-    def dataloaders(self, seed:int, **kwargs):
-        "Seed with `key(seed, 'split')`, then build the DataLoaders."
-        seed_all(_key(check_seed(seed), ('split',)))
-        return self.dblock.dataloaders(self.source, **{**self.dl_kwargs, **kwargs})
+# %% ../nbs/01_data.ipynb #81a6219c
+@patch
+def dataloaders(self:DataRecipe, seed:int, **kwargs):
+    "Seed with `key(seed, 'split')`, then build the DataLoaders."
+    seed_all(_key(check_seed(seed), ('split',)))
+    return self.dblock.dataloaders(self.source, **{**self.dl_kwargs, **kwargs})

@@ -26,6 +26,7 @@ def data_dir() -> Path:
     if 'FASTREPRO_DATA' in os.environ: return Path(os.environ['FASTREPRO_DATA'])
     return Path(os.environ.get('XDG_CACHE_HOME', Path.home()/'.cache'))/'fastrepro'
 
+# %% ../nbs/05_examples.ipynb #1a074778
 def _write_digits(dest:Path):
     from sklearn.datasets import load_digits
     from PIL import Image
@@ -35,6 +36,7 @@ def _write_digits(dest:Path):
         folder.mkdir(parents=True, exist_ok=True)
         Image.fromarray((img * 255 / 16).round().astype(np.uint8), mode='L').save(folder/f'{i:04d}.png')
 
+# %% ../nbs/05_examples.ipynb #e89aaf4b
 def digits_path(path=None) -> Path:
     "scikit-learn's digits as PNG folders (`train/`, `valid/`, one folder per label), written once and cached."
     path = Path(path) if path is not None else data_dir()/'digits'
@@ -58,6 +60,7 @@ def digits_dblock(size:int=16, # side of the random crop fed to the model
                      item_tfms=[Resize(size + 4), RandomCrop(size)],
                      batch_tfms=aug_transforms(do_flip=False, max_rotate=10., max_warp=0.) if augment else None)
 
+# %% ../nbs/05_examples.ipynb #394be26e
 def digits_cnn(n_out:int=10, p:float=0.25):
     "A small CNN with batchnorm and dropout: learns the digits in a few seconds on a CPU."
     return nn.Sequential(ConvLayer(3, 16, stride=2), ConvLayer(16, 32, stride=2), ConvLayer(32, 64, stride=2),
@@ -66,6 +69,7 @@ def digits_cnn(n_out:int=10, p:float=0.25):
 # %% ../nbs/05_examples.ipynb #1b96a765
 TABULAR_SETS = ('wine', 'breast_cancer', 'iris')
 
+# %% ../nbs/05_examples.ipynb #0b6d8d8b
 def tabular_frame(name:str='wine') -> pd.DataFrame:
     "scikit-learn's bundled `name` set as a DataFrame with a string `target` column."
     if name not in TABULAR_SETS: raise ValueError(f"`name` must be one of {TABULAR_SETS}, got {name!r}")
@@ -101,11 +105,32 @@ def _stock_fastai_run(path, epochs, workers, seed, lr_find_first):
         learn.fit_one_cycle(epochs, 1e-2)
     return learn.recorder.values[-1][1:], torch.cat([p.detach().flatten() for p in learn.model.parameters()])
 
+# %% ../nbs/05_examples.ipynb #929a637e
 def stock_drift(path=None, epochs:int=3, workers:int=2, seed:int=42):
     "Stock fastai with `set_seed(seed)` before each run: final (valid_loss, accuracy) without and with an `lr_find` first, and the max weight difference."
     path = digits_path(path)
     (m_a, w_a), (m_b, w_b) = [_stock_fastai_run(path, epochs, workers, seed, f) for f in (False, True)]
     return m_a, m_b, (w_a - w_b).abs().max().item()
+
+# %% ../nbs/05_examples.ipynb #d0e1d8e8
+def _demo_fastrepro(path, epochs, workers, seed):
+    from fastrepro.learner import repro_learner
+    from fastrepro.verify import verify_reproducible, CHECKS
+    print(f"1. fastrepro: five fresh Python processes: two plain runs ({workers} workers), one after one_batch, lr_find, "
+          "validate and get_preds, and one each with 0 and 2 workers")
+    def make_learner(num_workers=workers):
+        return repro_learner(digits_dblock(), path, seed=seed, model=digits_cnn, num_workers=num_workers, metrics=accuracy)
+    report = verify_reproducible(make_learner, lambda learn: learn.fit_one_cycle(epochs, 1e-2), checks=CHECKS)
+    report.show()
+    return report
+
+# %% ../nbs/05_examples.ipynb #f514182e
+def _demo_stock(path, epochs, workers, seed):
+    print("\n2. stock fastai: set_seed(42) before each run, in one process; the second run has an lr_find cell first")
+    (loss_a, acc_a), (loss_b, acc_b), dw = stock_drift(path, epochs, workers, seed)
+    print(f"   without lr_find: valid_loss {loss_a:.6f}, accuracy {acc_a:.6f}")
+    print(f"   with lr_find:    valid_loss {loss_b:.6f}, accuracy {acc_b:.6f}")
+    print(f"   {'the same' if dw == 0 else 'DRIFTED'}: the final weights differ by up to {dw:.3g}")
 
 # %% ../nbs/05_examples.ipynb #00fcbcca
 @call_parse
@@ -113,20 +138,9 @@ def demo(epochs:int=2, # epochs of `fit_one_cycle` per run
          workers:int=2, # DataLoader worker processes
          seed:int=42): # the runs' seed
     "Check the three contract points on the bundled digits in fresh processes; then show stock fastai drift."
-    from fastrepro.learner import repro_learner
-    from fastrepro.verify import verify_reproducible, CHECKS
     check_seed(seed, caller='fastrepro-demo'); path, t0 = digits_path(), time.time()
     print(f"fastrepro demo: digits CNN, {epochs} epochs of fit_one_cycle, seed {seed}\n")
-    print(f"1. fastrepro: five fresh Python processes: two plain runs ({workers} workers), one after one_batch, lr_find, "
-          "validate and get_preds, and one each with 0 and 2 workers")
-    def make_learner(num_workers=workers):
-        return repro_learner(digits_dblock(), path, seed=seed, model=digits_cnn, num_workers=num_workers, metrics=accuracy)
-    report = verify_reproducible(make_learner, lambda learn: learn.fit_one_cycle(epochs, 1e-2), checks=CHECKS)
-    report.show()
-    print("\n2. stock fastai: set_seed(42) before each run, in one process; the second run has an lr_find cell first")
-    (loss_a, acc_a), (loss_b, acc_b), dw = stock_drift(path, epochs, workers, seed)
-    print(f"   without lr_find: valid_loss {loss_a:.6f}, accuracy {acc_a:.6f}")
-    print(f"   with lr_find:    valid_loss {loss_b:.6f}, accuracy {acc_b:.6f}")
-    print(f"   {'the same' if dw == 0 else 'DRIFTED'}: the final weights differ by up to {dw:.3g}")
+    report = _demo_fastrepro(path, epochs, workers, seed)
+    _demo_stock(path, epochs, workers, seed)
     print(f"\ndone in {time.time() - t0:.0f}s")
     return report

@@ -10,6 +10,7 @@ import hashlib, os, sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import pandas as pd, torch
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['cache_dir', 'hash_file', 'HashCache', 'hash_files', 'fingerprint_files', 'list_files', 'fingerprint_folder',
@@ -24,6 +25,7 @@ def cache_dir() -> Path:
 # %% ../nbs/06_fingerprint.ipynb #e2666eeb
 _CHUNK = 1 << 20
 
+# %% ../nbs/06_fingerprint.ipynb #9cd7eec6
 def hash_file(path) -> str:
     "The sha256 hex digest of the file at `path`."
     fd = os.open(path, os.O_RDONLY)
@@ -48,24 +50,39 @@ class HashCache:
                         'mtime_ns INTEGER, sha256 TEXT)')
         self._read = {}  # prefix -> rows read since the last store: the splits of warm DataLoaders read the table once
 
-    def lookup(self, prefix:str) -> dict:
-        "Every cached row whose path starts with `prefix`: {path: (inode, size, mtime_ns, sha256)}, read once per prefix."
-        if prefix not in self._read:
-            rows = self.db.execute('SELECT path, inode, size, mtime_ns, sha256 FROM files WHERE path >= ? AND path < ?',
-                                   (prefix, prefix + '\U0010ffff'))
-            self._read[prefix] = {r[0]: r[1:] for r in rows}
-        return self._read[prefix]
+# %% ../nbs/06_fingerprint.ipynb #a3bfb4d6
+@patch
+def lookup(self:HashCache, prefix:str) -> dict:
+    "Every cached row whose path starts with `prefix`: {path: (inode, size, mtime_ns, sha256)}, read once per prefix."
+    if prefix not in self._read:
+        rows = self.db.execute('SELECT path, inode, size, mtime_ns, sha256 FROM files WHERE path >= ? AND path < ?',
+                               (prefix, prefix + '\U0010ffff'))
+        self._read[prefix] = {r[0]: r[1:] for r in rows}
+    return self._read[prefix]
 
-    def store(self, rows:list):
-        "Insert or replace `(path, inode, size, mtime_ns, sha256)` rows in one transaction."
-        with self.db: self.db.executemany('INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)', rows)
-        self._read.clear()  # read afresh next time: cheaper than merging the new rows in
+# %% ../nbs/06_fingerprint.ipynb #b91ff873
+@patch
+def store(self:HashCache, rows:list):
+    "Insert or replace `(path, inode, size, mtime_ns, sha256)` rows in one transaction."
+    with self.db: self.db.executemany('INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?)', rows)
+    self._read.clear()  # read afresh next time: cheaper than merging the new rows in
 
-    def close(self): self.db.close()
+# %% ../nbs/06_fingerprint.ipynb #778aa7c5
+@patch
+def close(self:HashCache): self.db.close()
 
 # %% ../nbs/06_fingerprint.ipynb #4bc42d8f
 def _stat_key(st): return (st.st_ino, st.st_size, st.st_mtime_ns)
 
+# %% ../nbs/06_fingerprint.ipynb #d8e2c4b0
+def _hash_into(out, paths, todo, threads):
+    "Set `out[i]` to the hash of `paths[i]` for every `i` in `todo`, in `threads` threads."
+    chunks = [todo[j::threads] for j in range(threads)]  # one list per thread: no per-file future overhead
+    with ThreadPoolExecutor(threads) as ex:
+        for chunk, hashes in zip(chunks, ex.map(lambda c: [hash_file(paths[i]) for i in c], chunks)):
+            for i, h in zip(chunk, hashes): out[i] = h
+
+# %% ../nbs/06_fingerprint.ipynb #d087430c
 def _hash_abs(paths, prefix, cache, threads):
     "`hash_files` for absolute `paths` under `prefix`, the cache rows' common start."
     hc, threads = HashCache() if cache is True else (cache or None), threads or os.cpu_count() or 1
@@ -74,15 +91,13 @@ def _hash_abs(paths, prefix, cache, threads):
         known = hc.lookup(prefix) if hc else {}
         out = [known[p][3] if p in known and tuple(known[p][:3]) == k else None for p, k in zip(paths, keys)]
         todo = [i for i, h in enumerate(out) if h is None]
-        chunks = [todo[j::threads] for j in range(threads)]  # one list per thread: no per-file future overhead
-        with ThreadPoolExecutor(threads) as ex:
-            for chunk, hashes in zip(chunks, ex.map(lambda c: [hash_file(paths[i]) for i in c], chunks)):
-                for i, h in zip(chunk, hashes): out[i] = h
+        _hash_into(out, paths, todo, threads)
         if hc and todo: hc.store([(paths[i], *keys[i], out[i]) for i in todo])
         return out
     finally:
         if cache is True and hc: hc.close()
 
+# %% ../nbs/06_fingerprint.ipynb #c6978752
 def hash_files(paths, # files to hash
                cache:bool|HashCache=True, # True: the default `HashCache`; False: hash everything afresh
                threads:int=None) -> list: # threads for hashing cache misses (None: one per CPU; more only contend for the GIL)
@@ -94,16 +109,19 @@ def hash_files(paths, # files to hash
 def _combine(pairs) -> str:
     return hashlib.sha256(''.join(f"{name}\0{digest}\n" for name, digest in pairs).encode()).hexdigest()
 
+# %% ../nbs/06_fingerprint.ipynb #88b83b7c
 def _relpaths(paths, root):
     "Paths relative to `root`, with `/` separators; `paths` are absolute and under `root` (slicing: relpath is slow)."
     n = len(root.rstrip(os.sep)) + 1
     return [p[n:].replace(os.sep, '/') for p in paths]
 
+# %% ../nbs/06_fingerprint.ipynb #9c208893
 def _fingerprint(paths, root, cache):
     "Fingerprint of absolute `paths` under the absolute folder `root`."
     pairs = sorted(zip(_relpaths(paths, root), _hash_abs(paths, root, cache, None)))
     return dict(sha256=_combine(pairs), n=len(pairs))
 
+# %% ../nbs/06_fingerprint.ipynb #10506031
 def fingerprint_files(paths, root=None, cache=True) -> dict:
     "Fingerprint of the files `paths` (relative to `root`, default their common folder): sha256 and count."
     paths = sorted(map(os.path.abspath, paths))
@@ -112,6 +130,7 @@ def fingerprint_files(paths, root=None, cache=True) -> dict:
     if len(paths) == 1 and root == paths[0]: root = os.path.dirname(root)
     return _fingerprint(paths, root, cache)
 
+# %% ../nbs/06_fingerprint.ipynb #5800c1dd
 def list_files(folder) -> list:
     "Every file under `folder`, recursively, skipping hidden files and folders."
     out, stack = [], [os.fspath(folder)]
@@ -123,6 +142,7 @@ def list_files(folder) -> list:
                 elif e.is_file(): out.append(e.path)
     return out
 
+# %% ../nbs/06_fingerprint.ipynb #d4251d9d
 def fingerprint_folder(folder, cache=True) -> dict:
     "Fingerprint of every file under `folder`."
     root = os.path.abspath(folder)
@@ -146,11 +166,13 @@ def fingerprint_items(items, root=None, cache=True) -> dict:
         return fingerprint_files(items, root=root, cache=cache)
     return dict(sha256=_combine(sorted((repr(o), '') for o in items)), n=len(items))
 
+# %% ../nbs/06_fingerprint.ipynb #badca0ae
 def _ds_items(ds):
     items = getattr(ds, 'items', None)
     if items is None: raise TypeError(f"can't fingerprint a {type(ds).__name__}: it has no `items`")
     return items
 
+# %% ../nbs/06_fingerprint.ipynb #2793b287
 def fingerprint_dls(dls, cache=True) -> dict:
     "Fingerprints of `dls`: every split's items, all items together, and the vocab."
     splits = [_ds_items(dl.dataset) for dl in dls.loaders]

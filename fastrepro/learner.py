@@ -16,6 +16,14 @@ from .callback import ReproCallback
 # %% auto #0
 __all__ = ['repro_learner']
 
+# %% ../nbs/03_learner.ipynb #18919392
+def _check_learner_args(seed, deterministic, learner_fn, arch, model):
+    check_seed(seed, caller='repro_learner'); check_deterministic(deterministic)
+    if learner_fn is None and (arch is None) == (model is None):
+        raise ValueError("repro_learner needs exactly one of `model` or `arch` when no `learner_fn` is given, "
+                         f"got {'both' if model is not None else 'neither'}")
+    if arch is not None and model is not None: raise ValueError("pass `model` or `arch` to repro_learner, not both")
+
 # %% ../nbs/03_learner.ipynb #c31ac7a0
 def _build_learner(dls, learner_fn, arch, model, learner_kwargs):
     if learner_fn is None: learner_fn = Learner if model is not None else vision_learner
@@ -23,6 +31,7 @@ def _build_learner(dls, learner_fn, arch, model, learner_kwargs):
     what = model if model is not None else arch
     return learner_fn(dls, **learner_kwargs) if what is None else learner_fn(dls, what, **learner_kwargs)
 
+# %% ../nbs/03_learner.ipynb #b7c3ef01
 def repro_learner(dblock, # a fastai DataBlock
                   source, # what `dblock.dataloaders` takes: usually a path
                   seed:int=42, # the run's seed: split, model init and every random stream derive from it
@@ -35,11 +44,7 @@ def repro_learner(dblock, # a fastai DataBlock
                   dl_kwargs:dict=None, # more kwargs for `dblock.dataloaders`
                   **learner_kwargs): # passed to `learner_fn` (metrics, loss_func, ...)
     "Build DataLoaders and a Learner from `dblock` and `source`, seeded with keys of `seed`, with `ReproCallback` attached."
-    check_seed(seed, caller='repro_learner'); check_deterministic(deterministic)
-    if learner_fn is None and (arch is None) == (model is None):
-        raise ValueError("repro_learner needs exactly one of `model` or `arch` when no `learner_fn` is given, "
-                         f"got {'both' if model is not None else 'neither'}")
-    if arch is not None and model is not None: raise ValueError("pass `model` or `arch` to repro_learner, not both")
+    _check_learner_args(seed, deterministic, learner_fn, arch, model)
     kw = dict(bs=bs, **({} if num_workers is None else dict(num_workers=num_workers)), **(dl_kwargs or {}))
     recipe = DataRecipe(dblock, source, kw)
     dls = recipe.dataloaders(seed)

@@ -11,8 +11,6 @@ from datetime import datetime, timezone
 from glob import escape as glob_escape
 from importlib import metadata
 from pathlib import Path
-import torch
-from .seed import KEY_SCHEME
 
 # %% auto #0
 __all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'SCHEMA_VERSION', 'LAYERS', 'REQUIRED', 'STATUSES', 'NO_EFFECT',
@@ -20,6 +18,14 @@ __all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'SCHEMA_VERSION', 'LAYERS', 'REQUI
            'script_path', 'code_info', 'new_run_id', 'new_manifest', 'finish_manifest', 'runs_dir', 'remove_orphans',
            'write_manifest', 'ManifestError', 'load_manifest', 'ManifestDiff', 'diff_manifests', 'fit_calls',
            'hyperparameters', 'file_artifact', 'record_artifact', 'start_fit_manifest', 'end_fit_manifest']
+
+# %% ../nbs/07_manifest.ipynb #3b1e7c20
+import numpy as np
+import torch
+from fastcore.basics import patch
+from .seed import KEY_SCHEME
+from .fingerprint import fingerprint_dls, hash_file, hash_state_dict
+from .data import loader_keying
 
 # %% ../nbs/07_manifest.ipynb #b5430d8b
 _PACKAGES = {}
@@ -32,6 +38,7 @@ def installed_packages() -> dict:
         _PACKAGES.clear(); _PACKAGES[stamp] = dict(sorted((k, v) for k, v in dists.items() if k))
     return dict(_PACKAGES[stamp])
 
+# %% ../nbs/07_manifest.ipynb #5e0a4c61
 def torch_stack() -> dict:
     "torch, CUDA, cuDNN and NCCL versions (None where absent)."
     nccl = None
@@ -41,6 +48,7 @@ def torch_stack() -> dict:
     return dict(torch=torch.__version__, cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(),
                 nccl=nccl, cuda_available=torch.cuda.is_available())
 
+# %% ../nbs/07_manifest.ipynb #0d6f2b93
 def environment() -> dict:
     "Python, platform, the torch stack and every installed package."
     return dict(python=platform.python_version(), implementation=platform.python_implementation(),
@@ -54,10 +62,12 @@ def _cpu_model():
     except OSError: pass
     return platform.processor() or None
 
+# %% ../nbs/07_manifest.ipynb #6c93d0a8
 def _ram_bytes():
     try: return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
     except (ValueError, OSError, AttributeError): return None
 
+# %% ../nbs/07_manifest.ipynb #2f8e61b4
 def hardware() -> dict:
     "CPU model and count, RAM, and each GPU's name, memory and driver (`gpus` is None without CUDA)."
     gpus = None
@@ -77,6 +87,8 @@ ENV_ALLOW = ('CUBLAS_WORKSPACE_CONFIG', 'PYTHONHASHSEED', 'OMP_NUM_THREADS', 'CU
              'NVIDIA_TF32_OVERRIDE', 'TORCH_ALLOW_TF32_CUBLAS_OVERRIDE', 'OPENBLAS_CORETYPE', 'OPENBLAS_NUM_THREADS',
              'NUMEXPR_NUM_THREADS', 'KMP_AFFINITY', 'WORLD_SIZE', 'RANK', 'LOCAL_RANK')
 ENV_ALLOW_PREFIXES = ('MKL_', 'NCCL_', 'CUDNN_', 'TORCH_CUDNN_')
+
+# %% ../nbs/07_manifest.ipynb #4a7d0e15
 _SECRET_NAME = re.compile(r'TOKEN|SECRET|PASSW|KEY|CREDENTIAL|AUTH|SESSION|COOKIE', re.I)
 _SECRET_VALUE = re.compile(r'(?:A3T[A-Z0-9]|AKIA|ASIA)[A-Z0-9]{16}'       # AWS access key id
                            r'|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}'  # GitHub tokens
@@ -84,12 +96,15 @@ _SECRET_VALUE = re.compile(r'(?:A3T[A-Z0-9]|AKIA|ASIA)[A-Z0-9]{16}'       # AWS 
                            r'|-----BEGIN [A-Z ]*PRIVATE KEY-----'
                            r'|(?<=://)[^/\s:@]+:[^/\s@]+(?=@)')              # user:password@ in a URL
 
+# %% ../nbs/07_manifest.ipynb #7e25b9c4
 def redact(text:str) -> str:
     "`text` with anything that looks like a credential replaced by `<redacted>`."
     return _SECRET_VALUE.sub('<redacted>', text)
 
+# %% ../nbs/07_manifest.ipynb #93c1f0d7
 def _allowed(name): return name in ENV_ALLOW or name.startswith(ENV_ALLOW_PREFIXES)
 
+# %% ../nbs/07_manifest.ipynb #c4f8a216
 def env_vars(environ=None) -> dict:
     "The determinism-relevant environment variables: allow-listed names, never a credential by name or value."
     environ = os.environ if environ is None else environ
@@ -101,10 +116,12 @@ def _git(*args, cwd=None):
     except (OSError, subprocess.SubprocessError): return None
     return r.stdout.strip() if r.returncode == 0 else None
 
+# %% ../nbs/07_manifest.ipynb #8b4d6a3e
 def strip_credentials(url:str|None) -> str|None:
     "`url` without any `user[:token]@` part."
     return None if url is None else re.sub(r'(?<=://)[^/@\s]+@', '', url)
 
+# %% ../nbs/07_manifest.ipynb #0f7c3a52
 def script_path() -> str|None:
     "The running script, or the notebook's path where Jupyter or VS Code says it."
     nb = os.environ.get('JPY_SESSION_NAME') or globals().get('__vsc_ipynb_file__')
@@ -113,6 +130,7 @@ def script_path() -> str|None:
     f = getattr(main, '__file__', None)
     return str(Path(f).resolve()) if f else None
 
+# %% ../nbs/07_manifest.ipynb #e9a1b6c7
 def code_info(cwd=None) -> dict:
     "Git commit, branch, dirty flag, diff hash and remote (credentials removed), and the script path."
     commit = _git('rev-parse', 'HEAD', cwd=cwd)
@@ -131,12 +149,14 @@ LAYERS = ('data', 'code', 'environment', 'hardware', 'env_vars', 'randomness', '
 REQUIRED = ('schema_version', 'run_id', 'status', 'started_at', *LAYERS)
 STATUSES = ('running', 'completed', 'cancelled', 'failed')
 
+# %% ../nbs/07_manifest.ipynb #6a2f4e81
 def _now(): return datetime.now(timezone.utc).isoformat(timespec='milliseconds')
 
 def new_run_id() -> str:
     "A unique, sortable run id: UTC time plus 8 random hex digits."
     return datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%fZ') + '-' + uuid.uuid4().hex[:8]
 
+# %% ../nbs/07_manifest.ipynb #d8e3b5a9
 def new_manifest(seed:int=None, seed_record:dict=None, **layers) -> dict:
     "A manifest with the process's code, environment, hardware and env vars captured now, and `layers` given."
     m = dict(schema_version=SCHEMA_VERSION, run_id=new_run_id(), status='running', error=None,
@@ -149,10 +169,12 @@ def new_manifest(seed:int=None, seed_record:dict=None, **layers) -> dict:
     m.update(layers)
     return m
 
+# %% ../nbs/07_manifest.ipynb #1f4b7d2e
 def _describe_error(e):
     if not isinstance(e, BaseException): return str(e)
     return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
+# %% ../nbs/07_manifest.ipynb #9e6c2a47
 def finish_manifest(m:dict, status:str='completed', error:BaseException|str|None=None) -> dict:
     "Set `m`'s status, error and end time."
     if status not in STATUSES[1:]: raise ValueError(f"`status` must be one of {STATUSES[1:]}, got {status!r}")
@@ -165,9 +187,11 @@ def runs_dir(path=None) -> Path:
     "The runs folder: `path`, else `$FASTREPRO_RUNS`, else `./runs`."
     return Path(path if path is not None else os.environ.get('FASTREPRO_RUNS', 'runs'))
 
+# %% ../nbs/07_manifest.ipynb #3d9f1e6b
 _HOST = re.sub(r'[^A-Za-z0-9_.]', '_', socket.gethostname())  # no '-': a temp name splits back into host, pid, random part
 _ORPHAN_AGE_S = 3600
 
+# %% ../nbs/07_manifest.ipynb #8a4c2f5d
 def _pid_alive(pid:int) -> bool:
     if os.name == 'nt': return True  # os.kill(pid, 0) would terminate it there: leave it to the age rule
     try: os.kill(pid, 0)
@@ -175,12 +199,14 @@ def _pid_alive(pid:int) -> bool:
     except PermissionError: return True
     return True
 
+# %% ../nbs/07_manifest.ipynb #b7e05a1c
 def _orphaned(f:Path) -> bool:
     "Whether temp file `f` was left by a killed writer: a dead process on this host, or any writer an hour ago."
     parts = f.name[len('.tmp-'):-len('.json.part')].split('-')
     if len(parts) == 3 and parts[0] == _HOST and parts[1].isdigit(): return not _pid_alive(int(parts[1]))
     return time.time() - f.stat().st_mtime > _ORPHAN_AGE_S
 
+# %% ../nbs/07_manifest.ipynb #5f3a8c0e
 def remove_orphans(folder) -> int:
     "Delete the temp files that killed writers left in the runs `folder`; return how many."
     n = 0
@@ -190,6 +216,24 @@ def remove_orphans(folder) -> int:
         except FileNotFoundError: pass  # its writer finished, or another cleaner got there first
     return n
 
+# %% ../nbs/07_manifest.ipynb #c2b8d4f7
+def _atomic_write(text:str, dest:Path):
+    "Write `text` to `dest` through a hidden temp file in its folder, fsynced, then renamed into place."
+    fd, tmp = tempfile.mkstemp(prefix=f'.tmp-{_HOST}-{os.getpid()}-', suffix='.json.part', dir=dest.parent)
+    try:
+        with os.fdopen(fd, 'w') as f: f.write(text); f.flush(); os.fsync(f.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        if os.path.exists(tmp): os.unlink(tmp)
+        raise
+
+# %% ../nbs/07_manifest.ipynb #4e7b1a93
+def _fsync_dir(d):
+    dfd = os.open(d, os.O_RDONLY)
+    try: os.fsync(dfd)
+    finally: os.close(dfd)
+
+# %% ../nbs/07_manifest.ipynb #a6d3f0c8
 def write_manifest(m:dict, path=None, data_dir=None) -> Path:
     "Write `m` atomically as `<runs>/<run_id>.json` and return its path; refuses to write inside `data_dir`."
     d = runs_dir(path).resolve()
@@ -197,23 +241,17 @@ def write_manifest(m:dict, path=None, data_dir=None) -> Path:
         raise ValueError(f"the runs folder {d} is inside the data folder {data_dir}: pass another `runs_dir`")
     d.mkdir(parents=True, exist_ok=True)
     text = redact(json.dumps(m, indent=1, sort_keys=False, default=str))
-    fd, tmp = tempfile.mkstemp(prefix=f'.tmp-{_HOST}-{os.getpid()}-', suffix='.json.part', dir=d)
-    try:
-        with os.fdopen(fd, 'w') as f: f.write(text); f.flush(); os.fsync(f.fileno())
-        dest = d/f"{m['run_id']}.json"
-        os.replace(tmp, dest)
-    except BaseException:
-        if os.path.exists(tmp): os.unlink(tmp)
-        raise
-    dfd = os.open(d, os.O_RDONLY)
-    try: os.fsync(dfd)
-    finally: os.close(dfd)
+    dest = d/f"{m['run_id']}.json"
+    _atomic_write(text, dest)
+    _fsync_dir(d)
     remove_orphans(d)
     return dest
 
+# %% ../nbs/07_manifest.ipynb #f1c6e8b2
 class ManifestError(ValueError):
     "A manifest file that cannot be read as a fastrepro manifest."
 
+# %% ../nbs/07_manifest.ipynb #0b9d5e4a
 def load_manifest(path) -> dict:
     "Read and validate the manifest at `path`. JSON only: nothing is executed or unpickled."
     path = Path(path)
@@ -233,33 +271,42 @@ def load_manifest(path) -> dict:
 # `cublas_action` says what set_seed did (set or kept); what is in force is `cublas_workspace_config`, which is compared.
 NO_EFFECT = ('run_id', 'started_at', 'ended_at', 'duration_s', 'code.script', 'artifacts', 'randomness.set_seed.cublas_action')
 
+# %% ../nbs/07_manifest.ipynb #6e8a0d4b
 def _flatten(o, prefix=''):
     if isinstance(o, dict):  # an empty dict adds no field, so {} and a missing section compare equal
         for k, v in o.items(): yield from _flatten(v, f"{prefix}{k}.")
     else: yield prefix[:-1], o
 
+# %% ../nbs/07_manifest.ipynb #2a7c5f9d
 def _layer(field): return field.split('.')[0] if field.split('.')[0] in LAYERS else 'run'
 
+# %% ../nbs/07_manifest.ipynb #d4f1b8e6
 class ManifestDiff(list):
     "The differences between two manifests, as `(layer, field, old, new, matters)` tuples."
     @property
     def matters(self): return [d for d in self if d[4]]
     def layers(self, all=False): return list(dict.fromkeys(d[0] for d in self if all or d[4]))
-    def __str__(self):
-        if not self.matters: return "nothing that can change results differs"
-        return '\n'.join(f"{layer}: " + '; '.join(_describe(f, o, n) for l, f, o, n, m in self.matters if l == layer)
-                         for layer in self.layers())
 
+# %% ../nbs/07_manifest.ipynb #7b2e9c05
 def _short(v):
     if isinstance(v, float): return f"{v:.4g}"
     s = repr(v) if not isinstance(v, str) else v
     return s[:12] + '…' if isinstance(v, str) and re.fullmatch(r'[0-9a-f]{40,64}', v) else (s if len(s) <= 40 else s[:37] + '...')
 
+# %% ../nbs/07_manifest.ipynb #3c8f6a1d
 def _describe(field, old, new):
     name = field.split('.', 1)[1] if '.' in field else field
     if name.startswith('packages.'): name = name[len('packages.'):]
     return f"{name} {_short(old)} → {_short(new)}"
 
+# %% ../nbs/07_manifest.ipynb #e5a09d7c
+@patch
+def __str__(self:ManifestDiff):
+    if not self.matters: return "nothing that can change results differs"
+    return '\n'.join(f"{layer}: " + '; '.join(_describe(f, o, n) for l, f, o, n, m in self.matters if l == layer)
+                     for layer in self.layers())
+
+# %% ../nbs/07_manifest.ipynb #8f0c3e72
 def diff_manifests(a:dict, b:dict, include_no_effect:bool=False) -> ManifestDiff:
     "What differs between manifests `a` and `b`, by layer; fields that cannot change results only if asked."
     fa, fb = dict(_flatten(a)), dict(_flatten(b))
@@ -272,8 +319,6 @@ def diff_manifests(a:dict, b:dict, include_no_effect:bool=False) -> ManifestDiff
     return out
 
 # %% ../nbs/07_manifest.ipynb #9daabede
-import numpy as np
-
 def _plain(v):
     "`v` as JSON: numbers, strings and lists as they are; anything else as its repr, without memory addresses."
     if v is None or isinstance(v, (bool, int, float, str)): return v
@@ -282,6 +327,7 @@ def _plain(v):
     if isinstance(v, dict): return {str(k): _plain(o) for k, o in v.items()}
     return re.sub(r' at 0x[0-9a-fA-F]+', '', repr(v))
 
+# %% ../nbs/07_manifest.ipynb #5a1e7f3c
 def fit_calls(learn) -> dict:
     "The methods of `learn` this code runs inside, outermost first (e.g. `fine_tune`, `fit_one_cycle`, `fit`), with their arguments."
     calls, f = [], sys._getframe(1)
@@ -294,17 +340,16 @@ def fit_calls(learn) -> dict:
     return dict(reversed(calls))
 
 # %% ../nbs/07_manifest.ipynb #c3c231ad
-from .fingerprint import fingerprint_dls, hash_file, hash_state_dict
-from .data import loader_keying
-
 def _name(o): return getattr(o, '__name__', None) or type(o).__name__
 
+# %% ../nbs/07_manifest.ipynb #9c0f5b2a
 def _batching(dl) -> dict:
     "Batch size and workers of a fastai loader (whose real worker count is on `fake_l`) or a PyTorch one."
     fake = getattr(dl, 'fake_l', None)
     return dict(bs=getattr(dl, 'bs', getattr(dl, 'batch_size', None)),
                 num_workers=fake.num_workers if fake is not None else getattr(dl, 'num_workers', None))
 
+# %% ../nbs/07_manifest.ipynb #1d6a8f4e
 def hyperparameters(learn) -> dict:
     "What the fit was asked to do: the calls and the schedule they made, epochs, lr, wd, optimizer, loss, batches, transforms, model, callbacks."
     from fastai.callback.schedule import ParamScheduler
@@ -328,11 +373,13 @@ def file_artifact(path) -> dict:
     p = p.resolve()
     return dict(path=str(p), size=p.stat().st_size, sha256=hash_file(p))
 
+# %% ../nbs/07_manifest.ipynb #2e5b9d0f
 def _merge_artifacts(old:list, new:list) -> list:
     "`old` artifacts with `new` added: a path recorded again replaces its entry."
     paths = {a['path'] for a in new}
     return [a for a in old if a.get('path') not in paths] + new
 
+# %% ../nbs/07_manifest.ipynb #7a3c6e1b
 def _manifest_path(run) -> Path:
     if isinstance(run, (str, os.PathLike)): return Path(run)
     p = getattr(run, 'repro_manifest', None)
@@ -340,6 +387,7 @@ def _manifest_path(run) -> Path:
                                    f"{type(run).__name__} without one: fit it with ReproCallback(manifest=True) first")
     return Path(p)
 
+# %% ../nbs/07_manifest.ipynb #b0e4d8a6
 def record_artifact(run, # a manifest's path, or a Learner (its last fit's manifest)
                     path) -> dict: # the file: as given, else (for a Learner) under `learn.path`, where `export` writes
     "Add the file at `path` to `run`'s manifest, which is rewritten atomically; return the artifact."
@@ -350,6 +398,7 @@ def record_artifact(run, # a manifest's path, or a Learner (its last fit's manif
     write_manifest(m, mp.parent)
     return a
 
+# %% ../nbs/07_manifest.ipynb #4c8a1f7e
 def _saved_models(learn, since:str) -> list:
     "The checkpoints `SaveModelCallback`s of `learn` wrote since the ISO time `since`: `fname.pth` or `fname_<epoch>.pth`."
     from fastai.callback.tracker import SaveModelCallback
@@ -363,16 +412,19 @@ def _data_fingerprint(learn):
     try: return fingerprint_dls(learn.dls)
     except Exception as e: return dict(error=f"{type(e).__name__}: {e}")
 
+# %% ../nbs/07_manifest.ipynb #3f7d0b5c
 def _data_dir(learn):
     src = getattr(getattr(learn, 'repro_data', None), 'source', None)
     return src if isinstance(src, (str, os.PathLike)) and Path(src).is_dir() else None
 
+# %% ../nbs/07_manifest.ipynb #8e2b6c9d
 def start_fit_manifest(learn, seed:int, seed_record:dict=None, fit=None) -> dict:
     "A `running` manifest for the fit `learn` is starting."
     m = new_manifest(seed=seed, seed_record=seed_record, data=_data_fingerprint(learn), hyperparameters=hyperparameters(learn))
     m['randomness'].update(fit=fit, loaders=loader_keying(learn.dls))
     return m
 
+# %% ../nbs/07_manifest.ipynb #0a9f4d1e
 def end_fit_manifest(learn, m:dict, status:str=None, runs=None, error=None) -> Path:
     "Add `learn`'s results to `m`, set its status (and end time unless `running`) and error, and write it; return its path."
     rec = getattr(learn, 'recorder', None)  # None with `default_cbs=False`: then nothing recorded the metrics

@@ -10,6 +10,7 @@ import hashlib, os, random, re, warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, asdict
 import numpy as np, torch
+from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['KEY_SCHEME', 'DETERMINISTIC_MODES', 'CUBLAS_VALID', 'check_seed', 'key', 'seed_generators', 'seed_all', 'rng_states',
@@ -28,16 +29,19 @@ def check_seed(seed, name='seed', caller=None):
 # %% ../nbs/00_seed.ipynb #16eea1d3
 KEY_SCHEME = 1  # bump when `key`'s encoding changes: manifests record it, so old runs stay explainable
 
+# %% ../nbs/00_seed.ipynb #5ff6136d
 def _key(seed, parts, nbytes=4):
     # repr of a tuple of ints, strs and None is canonical across processes and platforms, and cheap (~2 µs in all)
     return int.from_bytes(hashlib.blake2b(repr((KEY_SCHEME, seed, *parts)).encode(), digest_size=nbytes).digest(), 'little')
 
+# %% ../nbs/00_seed.ipynb #99d09334
 def _check_part(p):
     if isinstance(p, np.integer): return int(p)
     if isinstance(p, bool) or not isinstance(p, (int, str, type(None))):
         raise TypeError(f"key parts must be int, str or None, got {type(p).__name__} {p!r}")
     return p
 
+# %% ../nbs/00_seed.ipynb #3ca121a9
 def key(seed:int, # the run's base seed
         *parts, # the stream's coordinates: purpose, fit, epoch, batch, item, loader (int, str or None)
         bits:int=32): # 32 (fits every RNG, NumPy's included) or 64
@@ -65,6 +69,7 @@ def rng_states() -> tuple:
     cuda = [g.get_state() for g in torch.cuda.default_generators] if torch.cuda.is_initialized() else None
     return random.getstate(), np.random.get_state(), torch.default_generator.get_state(), cuda
 
+# %% ../nbs/00_seed.ipynb #c280fd31
 def set_rng_states(states:tuple):
     "Put back the generator states that `rng_states` captured."
     py, npy, cpu, cuda = states
@@ -73,14 +78,17 @@ def set_rng_states(states:tuple):
 
 # %% ../nbs/00_seed.ipynb #e5970eea
 DETERMINISTIC_MODES = (False, 'warn', True, 'strict')
-CUBLAS_VALID = (':4096:8', ':16:8')
 
+# %% ../nbs/00_seed.ipynb #bc67bc20
 def check_deterministic(deterministic, name='deterministic'):
     "Normalise `deterministic` to `False`, `'warn'` or `'strict'`, or raise a `ValueError` naming `name`."
     if deterministic is False: return False
     if deterministic is True: return 'strict'
     if isinstance(deterministic, str) and deterministic in ('warn', 'strict'): return deterministic
     raise ValueError(f"`{name}` must be one of False, 'warn', True or 'strict', got {deterministic!r}")
+
+# %% ../nbs/00_seed.ipynb #5a4b9ff9
+CUBLAS_VALID = (':4096:8', ':16:8')
 
 # %% ../nbs/00_seed.ipynb #da9cceaa
 def _handle_cublas():
@@ -115,6 +123,7 @@ def _use_deterministic(mode):
     if mode is False: torch.use_deterministic_algorithms(False)
     else: torch.use_deterministic_algorithms(True, warn_only=(mode == 'warn'))
 
+# %% ../nbs/00_seed.ipynb #d01902c7
 def set_seed(s:int, # the seed, an int in [0, 2**32)
              reproducible:bool=True, # fix cuDNN: `deterministic=True`, `benchmark=False` (fastai's meaning)
              deterministic:str|bool='warn'): # False, 'warn', True or 'strict': torch's deterministic-algorithms mode
@@ -146,6 +155,7 @@ def env_var(name, value):
 # %% ../nbs/00_seed.ipynb #18c699ad
 _NONDET_MSG = 'does not have a deterministic implementation'
 
+# %% ../nbs/00_seed.ipynb #e56abbff
 @contextmanager
 def strict_hint():
     "Re-raise torch's strict-determinism error with a hint to use `deterministic='warn'`."
@@ -162,31 +172,41 @@ _NONDET_OP = re.compile(rf'(\S+) {_NONDET_MSG}')
 class NondeterminismWarning(UserWarning):
     "Ops without a deterministic implementation ran under `deterministic='warn'`."
 
+# %% ../nbs/00_seed.ipynb #397d3066
 class NondeterministicOps:
     "Count, by op name, every call torch reports as non-deterministic under warn-only mode, between `start` and `stop`."
     def __init__(self): self.counts, self._saved = {}, None
 
-    def start(self):
-        self._saved = warnings.catch_warnings()  # restores filters and `showwarning` at `stop`
-        self._saved.__enter__()
-        self._show = warnings.showwarning
-        warnings.filterwarnings('always', message=f'.*{_NONDET_MSG}')  # every call, not once per place
-        warnings.showwarning = self._record
-        return self
+# %% ../nbs/00_seed.ipynb #2c65a5a2
+@patch
+def start(self:NondeterministicOps):
+    self._saved = warnings.catch_warnings()  # restores filters and `showwarning` at `stop`
+    self._saved.__enter__()
+    self._show = warnings.showwarning
+    warnings.filterwarnings('always', message=f'.*{_NONDET_MSG}')  # every call, not once per place
+    warnings.showwarning = self._record
+    return self
 
-    def _record(self, message, category, filename, lineno, file=None, line=None):
-        op = _NONDET_OP.match(str(message))
-        if op: self.counts[op[1]] = self.counts.get(op[1], 0) + 1
-        else: self._show(message, category, filename, lineno, file, line)
+# %% ../nbs/00_seed.ipynb #6e9960a6
+@patch
+def _record(self:NondeterministicOps, message, category, filename, lineno, file=None, line=None):
+    op = _NONDET_OP.match(str(message))
+    if op: self.counts[op[1]] = self.counts.get(op[1], 0) + 1
+    else: self._show(message, category, filename, lineno, file, line)
 
-    def stop(self) -> dict:
-        "Stop counting, say once what ran, and return `{op: calls}`."
-        if self._saved is None: return dict(self.counts)
-        self._saved.__exit__(None, None, None); self._saved = None
-        if self.counts:
-            warnings.warn("ops without a deterministic implementation ran under deterministic='warn': " +
-                          ', '.join(f"{op} ×{n}" for op, n in self.counts.items()), NondeterminismWarning, stacklevel=2)
-        return dict(self.counts)
+# %% ../nbs/00_seed.ipynb #062eb932
+@patch
+def stop(self:NondeterministicOps) -> dict:
+    "Stop counting, say once what ran, and return `{op: calls}`."
+    if self._saved is None: return dict(self.counts)
+    self._saved.__exit__(None, None, None); self._saved = None
+    if self.counts:
+        warnings.warn("ops without a deterministic implementation ran under deterministic='warn': " +
+                      ', '.join(f"{op} ×{n}" for op, n in self.counts.items()), NondeterminismWarning, stacklevel=2)
+    return dict(self.counts)
 
-    def __enter__(self): return self.start()
-    def __exit__(self, *exc): self.stop()
+# %% ../nbs/00_seed.ipynb #f73e9b45
+@patch
+def __enter__(self:NondeterministicOps): return self.start()
+@patch
+def __exit__(self:NondeterministicOps, *exc): self.stop()

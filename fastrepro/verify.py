@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect, math, os, subprocess, sys, tempfile, time
 from pathlib import Path
 import cloudpickle, torch
+from fastcore.basics import patch
 from fastprogress.fastprogress import progress_bar
 from fastai.callback.core import Callback
 from fastai.callback.schedule import LRFinder
@@ -25,21 +26,33 @@ class RunRecorder(Callback):
     order = 55  # after Recorder, which fills `values` in its `after_epoch`
     def __init__(self): self.names, self.epochs, self.losses = [], [], []
     def _skip(self): return any(isinstance(cb, LRFinder) for cb in self.learn.cbs)
-    def before_epoch(self): self.trained, self.n0 = False, len(self.losses)  # validation contexts fire epoch events too
-    def before_train(self): self.trained = not self._skip()
-    def after_batch(self):
-        if self.training and self.trained: self.losses.append(self.loss.item())
-    def after_epoch(self):
-        if not self.trained: return
-        if (rec := getattr(self.learn, 'recorder', None)) is not None:
-            self.names, row = list(rec.metric_names[1:-1]), rec.values[-1]
-        else: self.names, row = ['train_loss'], [sum(self.losses[self.n0:]) / max(len(self.losses) - self.n0, 1)]
-        self.epochs.append([float(v) for v in row])
 
+# %% ../nbs/04_verify.ipynb #8eaa328e
+@patch
+def before_epoch(self:RunRecorder): self.trained, self.n0 = False, len(self.losses)  # validation contexts fire epoch events too
+@patch
+def before_train(self:RunRecorder): self.trained = not self._skip()
+
+# %% ../nbs/04_verify.ipynb #23c75100
+@patch
+def after_batch(self:RunRecorder):
+    if self.training and self.trained: self.losses.append(self.loss.item())
+
+# %% ../nbs/04_verify.ipynb #c815614a
+@patch
+def after_epoch(self:RunRecorder):
+    if not self.trained: return
+    if (rec := getattr(self.learn, 'recorder', None)) is not None:
+        self.names, row = list(rec.metric_names[1:-1]), rec.values[-1]
+    else: self.names, row = ['train_loss'], [sum(self.losses[self.n0:]) / max(len(self.losses) - self.n0, 1)]
+    self.epochs.append([float(v) for v in row])
+
+# %% ../nbs/04_verify.ipynb #95652a63
 def _first_batch(learn):
     dl = learn.dls.train
     return dl.one_batch() if hasattr(dl, 'one_batch') else next(iter(dl))
 
+# %% ../nbs/04_verify.ipynb #fb994f1e
 def history_cells(learn) -> dict:
     "The cells a user runs before a fit that apply to `learn`: a first batch, `lr_find` (needs a `Recorder`), `validate`, `get_preds`."
     cells = {'one_batch': _first_batch}
@@ -48,6 +61,7 @@ def history_cells(learn) -> dict:
     if isinstance(learn.dls.valid, DataLoader): cells['get_preds'] = lambda l: l.get_preds()  # fastai derives a loader from it
     return cells
 
+# %% ../nbs/04_verify.ipynb #cc288a0e
 def run_once(make_learner, fit, history:bool=False, num_workers:int=None) -> dict:
     "Build a learner (with `num_workers` if given), run the history cells if asked, fit it; return metrics, losses, weights."
     learn = make_learner() if num_workers is None else make_learner(num_workers=num_workers)
@@ -59,6 +73,7 @@ def run_once(make_learner, fit, history:bool=False, num_workers:int=None) -> dic
     state = {k: v.detach().cpu().clone() for k, v in learn.model.state_dict().items()}
     return dict(names=rec.names, epochs=rec.epochs, losses=rec.losses, state=state, history=ran)
 
+# %% ../nbs/04_verify.ipynb #e475760f
 def _fit_with(learn, fit, cb):
     learn.add_cb(cb)
     try: fit(learn)
@@ -71,6 +86,7 @@ def _child_main(payload_path, out_path):
     make_learner, fit, kwargs = cloudpickle.loads(Path(payload_path).read_bytes())
     torch.save(run_once(make_learner, fit, **kwargs), out_path)
 
+# %% ../nbs/04_verify.ipynb #c17e91fc
 def run_fresh(payload:bytes, timeout:float=None) -> dict:
     "Run the pickled `(make_learner, fit, run_once kwargs)` in a fresh Python process and return its `run_once` result."
     with tempfile.TemporaryDirectory(prefix='fastrepro-verify-') as d:
@@ -89,6 +105,7 @@ def _abs_diff(a, b):
     return (a.double() - b.double()).abs().max().item() if a.numel() else 0.
 def _same_float(a, b): return a == b or (math.isnan(a) and math.isnan(b))
 
+# %% ../nbs/04_verify.ipynb #098da247
 class RunComparison:
     "Runs compared with the first, bit for bit: weights and per-epoch metrics."
     def __init__(self, runs:list, labels:list=None):
@@ -104,14 +121,18 @@ class RunComparison:
         self.identical = self.tensors_identical and self.first_diff_epoch is None
         self.max_abs_diff = max(self.tensor_diffs.values(), default=0.)
 
-    def _epoch_same(self, e):
-        rows = [r['epochs'][e] if e < len(r['epochs']) else None for r in self.runs]
-        return all(row is not None and len(row) == len(rows[0]) and all(map(_same_float, row, rows[0])) for row in rows)
-
     def __repr__(self): return f"RunComparison(identical={self.identical}, runs={len(self.runs)}, max_abs_diff={self.max_abs_diff:.3g})"
 
+# %% ../nbs/04_verify.ipynb #a4cd5a68
+@patch
+def _epoch_same(self:RunComparison, e):
+    rows = [r['epochs'][e] if e < len(r['epochs']) else None for r in self.runs]
+    return all(row is not None and len(row) == len(rows[0]) and all(map(_same_float, row, rows[0])) for row in rows)
+
+# %% ../nbs/04_verify.ipynb #86b42bb1
 CHECKS = ('fresh', 'history', 'workers')
 
+# %% ../nbs/04_verify.ipynb #7b71b235
 class ReproReport:
     "The checks of `verify_reproducible`: a `RunComparison` per check that ran, and why the others were skipped."
     def __init__(self, comparisons:dict, skipped:dict=None, fresh_process:bool=True):
@@ -135,6 +156,7 @@ def _describe_check(name, c:RunComparison, fresh_process=True):
     runs = f"{len(c.runs)} {'fresh' if fresh_process else 'in-process'} runs"
     return f"{runs}, {len(c.tensor_diffs)} weight tensors, {len(c.runs[0]['epochs'])} epochs"
 
+# %% ../nbs/04_verify.ipynb #88a37f9d
 def _show_epochs(c:RunComparison):
     names, n = c.metric_names, len(c.runs)
     header = ['epoch', *[f'{c.labels[i]} {m}' for m in names for i in range(n)]]
@@ -145,7 +167,9 @@ def _show_epochs(c:RunComparison):
     widths = [max(len(str(x)) for x in col) for col in zip(header + [''], *rows)]
     for row in [header + [''], *rows]: print('  '.join(str(x).rjust(w) for x, w in zip(row, widths)).rstrip())
 
-def _show(self:ReproReport, top:int=5):
+# %% ../nbs/04_verify.ipynb #2ad174cd
+@patch
+def show(self:ReproReport, top:int=5):
     "Print one verdict per check, the per-epoch metrics of the failing (else the first) check's runs, and the tensors that differ most."
     if self.main is not None: _show_epochs(self.main); print()
     for name, c in self.comparisons.items():
@@ -158,9 +182,10 @@ def _show(self:ReproReport, top:int=5):
                   f"{n_diff} of {len(c.tensor_diffs)} weight tensors differ, max |diff| {c.max_abs_diff:.3g}")
             for d, k in sorted(((d, k) for k, d in c.tensor_diffs.items() if d), reverse=True)[:top]: print(f"    {k}: {d:.3g}")
     for name, why in self.skipped.items(): print(f"{name:8s} skipped: {why}")
-ReproReport.show = _show
 
-def _plot(self:ReproReport, ax=None):
+# %% ../nbs/04_verify.ipynb #f0fb2046
+@patch
+def plot(self:ReproReport, ax=None):
     "Overlay the per-batch training losses of the failing (else the first) check's runs."
     import matplotlib.pyplot as plt
     if ax is None: _, ax = plt.subplots(figsize=(6, 3))
@@ -168,7 +193,6 @@ def _plot(self:ReproReport, ax=None):
     ax.set_xlabel('batch'); ax.set_ylabel('training loss'); ax.legend()
     ax.set_title('identical' if self.identical else 'runs differ')
     return ax
-ReproReport.plot = _plot
 
 # %% ../nbs/04_verify.ipynb #d9a9ef0d
 def _takes_num_workers(f) -> bool:
@@ -176,6 +200,7 @@ def _takes_num_workers(f) -> bool:
     except (TypeError, ValueError): return False
     return any(p.name == 'num_workers' or p.kind == p.VAR_KEYWORD for p in ps)
 
+# %% ../nbs/04_verify.ipynb #587ab106
 def _plan(checks, runs, make_learner):
     "The runs to make, as (check, label, run_once kwargs), and the checks skipped with their reasons."
     plan, skipped = [], {}
@@ -187,6 +212,7 @@ def _plan(checks, runs, make_learner):
         else: skipped['workers'] = "`make_learner` takes no `num_workers` argument, so the loaders cannot be rebuilt with other workers"
     return plan, skipped
 
+# %% ../nbs/04_verify.ipynb #061ab2bd
 def _check_args(make_learner, fit, runs, checks):
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2: raise ValueError(f"`runs` must be an int >= 2, got {runs!r}")
     for name, f in (('make_learner', make_learner), ('fit', fit)):
@@ -194,6 +220,7 @@ def _check_args(make_learner, fit, runs, checks):
     if isinstance(checks, str) or not checks or any(c not in CHECKS for c in checks):
         raise ValueError(f"`checks` must be a non-empty tuple of {CHECKS}, got {checks!r}")
 
+# %% ../nbs/04_verify.ipynb #f1f28fb8
 def verify_reproducible(make_learner, # callable returning a Learner; for 'workers' it must take `num_workers`
                         fit, # callable that trains it, e.g. `lambda l: l.fit_one_cycle(2, 1e-3)`
                         runs:int=2, # how many plain runs to compare for 'fresh'

@@ -1,0 +1,76 @@
+"Seed sweeps: each seed's result is that of a single fresh run of the seed, whatever the concurrency; resume after SIGKILL."
+import os, signal, subprocess, sys, textwrap, time
+from functools import partial
+from pathlib import Path
+import cloudpickle, pytest
+from fastai.vision.all import accuracy
+from fastrepro.all import *
+from fastrepro.sweep import seed_sweep, load_sweep, compare_sweeps
+from fastrepro.verify import run_fresh
+from fastrepro.fingerprint import hash_state_dict
+
+pytestmark = pytest.mark.slow
+
+def _digits(seed):
+    return repro_learner(digits_dblock(), digits_path(), seed=seed, model=digits_cnn, num_workers=0, metrics=accuracy)
+
+def _fit(learn): learn.fit(1, 1e-2)
+
+@pytest.fixture(scope='module', autouse=True)
+def one_thread():
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the children cannot import this test module
+    old = os.environ.get('OMP_NUM_THREADS')
+    os.environ['OMP_NUM_THREADS'] = '1'  # single runs then train with the sweep's one thread
+    yield
+    if old is None: del os.environ['OMP_NUM_THREADS']
+    else: os.environ['OMP_NUM_THREADS'] = old
+
+@pytest.fixture(scope='module')
+def one(tmp_path_factory):
+    "4 seeds, one at a time."
+    return seed_sweep(_digits, _fit, seeds=range(4), max_workers=1, name='one', runs=tmp_path_factory.mktemp('runs'),
+                      show_progress=False)
+
+def test_sweep_results_are_single_fresh_runs_whatever_the_concurrency(one, tmp_path):
+    two = seed_sweep(_digits, _fit, seeds=range(4), max_workers=2, name='two', runs=tmp_path, show_progress=False)
+    assert one.completed == two.completed == [0, 1, 2, 3]
+    for s in range(4):
+        assert one.runs[s]['weights_sha256'] == two.runs[s]['weights_sha256']
+        assert one.runs[s]['epochs'] == two.runs[s]['epochs']
+        single = run_fresh(cloudpickle.dumps((partial(_digits, s), _fit, {})))
+        assert hash_state_dict(single['state']) == one.runs[s]['weights_sha256'], s
+        assert single['epochs'] == one.runs[s]['epochs']
+    assert len({one.runs[s]['weights_sha256'] for s in range(4)}) == 4  # negative control: the seeds do differ
+
+def test_a_dask_cluster_gives_the_same_results(one, tmp_path):
+    distributed = pytest.importorskip('distributed')
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+         distributed.Client(cluster) as client:
+        dask = seed_sweep(_digits, _fit, seeds=range(4), executor=client.get_executor(), name='dask', runs=tmp_path,
+                          show_progress=False)
+    assert dask.completed == [0, 1, 2, 3]
+    for s in range(4): assert dask.runs[s]['weights_sha256'] == one.runs[s]['weights_sha256'], s
+    assert len(list((tmp_path).glob('*.json'))) == 4  # the manifests came back in the results; the caller wrote them
+
+_PARENT = '''
+import sys, cloudpickle
+from fastrepro.sweep import seed_sweep
+make, fit = cloudpickle.loads(open(sys.argv[1], 'rb').read())
+seed_sweep(make, fit, seeds=range(4), max_workers=1, name='killed', runs=sys.argv[2], show_progress=False)
+'''
+
+def test_a_killed_sweep_resumes_without_rerunning_completed_seeds(tmp_path):
+    payload = tmp_path/'payload.pkl'; payload.write_bytes(cloudpickle.dumps((_digits, _fit)))
+    parent = subprocess.Popen([sys.executable, '-c', _PARENT, str(payload), str(tmp_path)], start_new_session=True)
+    saved = tmp_path/'sweeps'/'killed'/'sweep.json'
+    deadline = time.time() + 300
+    while time.time() < deadline and not (saved.exists() and len(load_sweep(saved).completed) >= 1): time.sleep(0.5)
+    os.killpg(parent.pid, signal.SIGKILL); parent.wait()  # the parent and the seed it was running
+    before = load_sweep(saved)
+    assert 1 <= len(before.completed) < 4, before
+    after = seed_sweep(_digits, _fit, seeds=range(4), max_workers=2, name='killed', runs=tmp_path, resume=True,
+                       show_progress=False)
+    assert after.completed == [0, 1, 2, 3]
+    for s in before.completed: assert after.runs[s] == before.runs[s]  # kept, not rerun
+    with pytest.raises(ValueError, match='resume=True'):
+        seed_sweep(_digits, _fit, seeds=range(4), name='killed', runs=tmp_path)
