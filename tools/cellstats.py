@@ -15,8 +15,8 @@ def stats(folder='nbs') -> dict:
     return {p.name: (len(s), statistics.median(s), p90(s), max(s)) for p in sorted(Path(folder).glob('*.ipynb')) if (s := sizes(p))}
 
 if __name__ == '__main__':
-    allc = []
-    for name, (n, med, hi, mx) in stats(sys.argv[1] if len(sys.argv) > 1 else 'nbs').items():
+    folder = Path(sys.argv[1] if len(sys.argv) > 1 else 'nbs')
+    for name, (n, med, hi, mx) in stats(folder).items():
         print(f"{name:22} cells={n:3} median={med:4} p90={hi:3} max={mx}")
-    allc = [x for p in sorted(Path(sys.argv[1] if len(sys.argv) > 1 else 'nbs').glob('*.ipynb')) for x in sizes(p)]
+    allc = [x for p in sorted(folder.glob('*.ipynb')) for x in sizes(p)]
     print(f"{'ALL':22} cells={len(allc):3} median={statistics.median(allc):4} p90={p90(allc):3}")
