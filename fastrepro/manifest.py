@@ -23,7 +23,7 @@ __all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'SCHEMA_VERSION', 'LAYERS', 'REQUI
 import numpy as np
 import torch
 from fastcore.basics import patch
-from .seed import KEY_SCHEME
+from .seed import KEY_SCHEME, active_purpose_seeds
 from .fingerprint import fingerprint_dls, hash_file, hash_state_dict
 from .data import loader_keying
 
@@ -69,7 +69,7 @@ def _ram_bytes():
 
 # %% ../nbs/07_manifest.ipynb #2f8e61b4
 def hardware() -> dict:
-    "CPU model and count, RAM, and each GPU's name, memory and driver (`gpus` is None without CUDA)."
+    "Host name, CPU model and count, RAM, and each GPU's name, memory and driver (`gpus` is None without CUDA)."
     gpus = None
     if torch.cuda.is_available():
         gpus = [dict(name=torch.cuda.get_device_name(i), memory_bytes=torch.cuda.get_device_properties(i).total_memory,
@@ -80,7 +80,8 @@ def hardware() -> dict:
                                      capture_output=True, text=True, timeout=10).stdout.split()[0]
         except Exception: driver = None
         for g in gpus: g['driver'] = driver
-    return dict(machine=platform.machine(), cpu_model=_cpu_model(), cpu_count=os.cpu_count(), ram_bytes=_ram_bytes(), gpus=gpus)
+    return dict(hostname=platform.node(), machine=platform.machine(), cpu_model=_cpu_model(), cpu_count=os.cpu_count(),
+                ram_bytes=_ram_bytes(), gpus=gpus)
 
 # %% ../nbs/07_manifest.ipynb #b241a35b
 ENV_ALLOW = ('CUBLAS_WORKSPACE_CONFIG', 'PYTHONHASHSEED', 'OMP_NUM_THREADS', 'CUDA_VISIBLE_DEVICES', 'CUDA_LAUNCH_BLOCKING',
@@ -162,7 +163,8 @@ def new_manifest(seed:int=None, seed_record:dict=None, **layers) -> dict:
     m = dict(schema_version=SCHEMA_VERSION, run_id=new_run_id(), status='running', error=None,
              started_at=_now(), ended_at=None, duration_s=None,
              data=None, code=code_info(), environment=environment(), hardware=hardware(), env_vars=env_vars(),
-             randomness=dict(seed=seed, set_seed=seed_record, key_scheme=KEY_SCHEME, nondeterministic_ops=None),  # None: not captured yet
+             randomness=dict(seed=seed, set_seed=seed_record, key_scheme=KEY_SCHEME, purpose_seeds=active_purpose_seeds(),
+                             nondeterministic_ops=None),  # None: not captured yet
              hyperparameters={}, results={}, artifacts=[])
     unknown = set(layers) - set(m)
     if unknown: raise ValueError(f"unknown manifest fields: {sorted(unknown)}")
@@ -269,7 +271,8 @@ def load_manifest(path) -> dict:
 
 # %% ../nbs/07_manifest.ipynb #1aff3426
 # `cublas_action` says what set_seed did (set or kept); what is in force is `cublas_workspace_config`, which is compared.
-NO_EFFECT = ('run_id', 'started_at', 'ended_at', 'duration_s', 'code.script', 'artifacts', 'randomness.set_seed.cublas_action')
+NO_EFFECT = ('run_id', 'started_at', 'ended_at', 'duration_s', 'code.script', 'artifacts', 'randomness.set_seed.cublas_action',
+             'hardware.hostname')
 
 # %% ../nbs/07_manifest.ipynb #6e8a0d4b
 def _flatten(o, prefix=''):

@@ -13,9 +13,10 @@ import numpy as np, torch
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['KEY_SCHEME', 'DETERMINISTIC_MODES', 'CUBLAS_VALID', 'check_seed', 'key', 'seed_generators', 'seed_all', 'rng_states',
-           'set_rng_states', 'check_deterministic', 'SeedRecord', 'set_seed', 'env_var', 'strict_hint',
-           'NondeterminismWarning', 'NondeterministicOps']
+__all__ = ['KEY_SCHEME', 'PURPOSES', 'DETERMINISTIC_MODES', 'CUBLAS_VALID', 'check_seed', 'key', 'check_purpose_seeds',
+           'purpose_seeds', 'active_purpose_seeds', 'seed_generators', 'seed_all', 'rng_states', 'set_rng_states',
+           'check_deterministic', 'SeedRecord', 'set_seed', 'env_var', 'strict_hint', 'NondeterminismWarning',
+           'NondeterministicOps']
 
 # %% ../nbs/00_seed.ipynb #285ba4cb
 def check_seed(seed, name='seed', caller=None):
@@ -30,8 +31,11 @@ def check_seed(seed, name='seed', caller=None):
 KEY_SCHEME = 1  # bump when `key`'s encoding changes: manifests record it, so old runs stay explainable
 
 # %% ../nbs/00_seed.ipynb #5ff6136d
+_SEEDS_BY_PURPOSE = {}  # the active `purpose_seeds`: purpose -> the seed that replaces the run's for it
+
 def _key(seed, parts, nbytes=4):
     # repr of a tuple of ints, strs and None is canonical across processes and platforms, and cheap (~2 µs in all)
+    if _SEEDS_BY_PURPOSE and parts: seed = _SEEDS_BY_PURPOSE.get(parts[0], seed)
     return int.from_bytes(hashlib.blake2b(repr((KEY_SCHEME, seed, *parts)).encode(), digest_size=nbytes).digest(), 'little')
 
 # %% ../nbs/00_seed.ipynb #99d09334
@@ -48,6 +52,31 @@ def key(seed:int, # the run's base seed
     "A stable `bits`-bit integer derived from `seed` and `parts` with blake2b."
     if bits not in (32, 64): raise ValueError(f"`bits` must be 32 or 64, got {bits!r}")
     return _key(check_seed(seed, caller='key'), tuple(map(_check_part, parts)), bits//8)
+
+# %% ../nbs/00_seed.ipynb #f11574ea
+PURPOSES = ('split', 'model', 'fit', 'shuffle', 'workers', 'item', 'batch')
+
+# %% ../nbs/00_seed.ipynb #f88d8202
+def check_purpose_seeds(seeds:dict, caller='purpose_seeds') -> dict:
+    "`seeds` as a dict of purpose to seed, or an error naming `caller` and what is wrong."
+    if not isinstance(seeds, dict): raise TypeError(f"{caller}: the seeds by purpose must be a dict like {{'model': 3}}, got {type(seeds).__name__}")
+    unknown = [p for p in seeds if p not in PURPOSES]
+    if unknown: raise ValueError(f"{caller}: unknown purposes {unknown}; the purposes are {PURPOSES}")
+    return {p: check_seed(s, name=p, caller=caller) for p, s in seeds.items()}
+
+# %% ../nbs/00_seed.ipynb #a0811629
+@contextmanager
+def purpose_seeds(seeds:dict): # purpose -> seed, e.g. {'model': 3}
+    "Within the block, key the streams of each purpose in `seeds` by its seed instead of the run's seed."
+    global _SEEDS_BY_PURPOSE
+    old, _SEEDS_BY_PURPOSE = _SEEDS_BY_PURPOSE, {**_SEEDS_BY_PURPOSE, **check_purpose_seeds(seeds)}
+    try: yield dict(_SEEDS_BY_PURPOSE)
+    finally: _SEEDS_BY_PURPOSE = old
+
+# %% ../nbs/00_seed.ipynb #38143480
+def active_purpose_seeds() -> dict:
+    "The seeds by purpose that `purpose_seeds` has put in force (empty outside it); manifests record them."
+    return dict(_SEEDS_BY_PURPOSE)
 
 # %% ../nbs/00_seed.ipynb #65c95f9b
 def seed_generators(k:int):

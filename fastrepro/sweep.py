@@ -6,20 +6,22 @@ Docs: https://fastrepro.github.io/fastrepro/sweep.html.md"""
 
 # %% ../nbs/09_sweep.ipynb #02b439d6
 from __future__ import annotations
-import json, math, os, subprocess, sys, tempfile, time, warnings
+import json, math, os, subprocess, time, warnings
 from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
+from functools import partial
 from pathlib import Path
-import cloudpickle, numpy as np, scipy.stats, torch
+import numpy as np, scipy.stats
 from fastcore.basics import patch
 from fastprogress.fastprogress import progress_bar
-from .seed import check_seed
+from .seed import check_seed, PURPOSES
 from .fingerprint import hash_state_dict
 from .manifest import load_manifest, write_manifest, runs_dir, diff_manifests
+from .verify import fresh_payload, run_fresh, FreshRunError
 
 # %% auto #0
-__all__ = ['OUTLIER_Z', 'EMPIRICAL_FROM', 'SWEEP_SCHEMA', 'iqm', 'mad_z', 'mean_ci', 'summarize', 'prediction_band', 'run_seed',
-           'SweepError', 'check_seeds', 'Sweep', 'load_sweep', 'seed_sweep', 'BandCheck', 'SweepComparison',
-           'compare_sweeps']
+__all__ = ['OUTLIER_Z', 'EMPIRICAL_FROM', 'SWEEP_SCHEMA', 'SOURCES', 'iqm', 'mad_z', 'mean_ci', 'summarize', 'prediction_band',
+           'run_seed', 'SweepError', 'check_seeds', 'check_vary', 'Sweep', 'load_sweep', 'seed_sweep', 'BandCheck',
+           'SweepComparison', 'compare_sweeps', 'variance_share', 'VarianceSources', 'variance_sources']
 
 # %% ../nbs/09_sweep.ipynb #fd8f4218
 def iqm(values) -> float:
@@ -46,10 +48,11 @@ OUTLIER_Z = 3.5  # Iglewicz and Hoaglin's cut-off for robust z-scores
 
 # %% ../nbs/09_sweep.ipynb #2bc62a92
 def summarize(values, level:float=0.95) -> dict:
-    "n, mean, std, median, IQM, min, max and the bootstrap CI of the mean of `values`."
-    x = np.asarray(values, dtype=float)
-    return dict(n=len(x), mean=float(x.mean()), std=float(x.std(ddof=1)) if len(x) > 1 else 0., median=float(np.median(x)),
-                iqm=iqm(x), min=float(x.min()), max=float(x.max()), ci=mean_ci(x, level), level=level)
+    "n, mean, std, median, IQM, min, max and the bootstrap CI of the mean of the finite `values`; `nonfinite` counts the others."
+    x = np.asarray(values, dtype=float); bad = int((~np.isfinite(x)).sum()); x = x[np.isfinite(x)]
+    if not len(x): return dict(n=0, nonfinite=bad, level=level)
+    return dict(n=len(x), nonfinite=bad, mean=float(x.mean()), std=float(x.std(ddof=1)) if len(x) > 1 else 0.,
+                median=float(np.median(x)), iqm=iqm(x), min=float(x.min()), max=float(x.max()), ci=mean_ci(x, level), level=level)
 
 # %% ../nbs/09_sweep.ipynb #4c28ba36
 EMPIRICAL_FROM = 20  # seeds from which the band is the empirical quantiles
@@ -57,49 +60,24 @@ EMPIRICAL_FROM = 20  # seeds from which the band is the empirical quantiles
 # %% ../nbs/09_sweep.ipynb #f45ccde0
 def prediction_band(values, level:float=0.95) -> dict:
     "Where one more run should fall with probability `level`, from the runs `values`."
-    x = np.asarray(values, dtype=float); n = len(x)
-    if n < 2: raise ValueError(f"prediction_band: needs at least 2 values, got {n}")
+    x = np.asarray(values, dtype=float); x = x[np.isfinite(x)]; n = len(x)
+    if n < 2: raise ValueError(f"prediction_band: needs at least 2 finite values, got {n}")
     if n >= EMPIRICAL_FROM:
         lo, hi = np.quantile(x, [(1 - level) / 2, (1 + level) / 2])
         return dict(low=float(lo), high=float(hi), method='empirical quantiles', n=n, level=level)
     half = scipy.stats.t.ppf((1 + level) / 2, n - 1) * x.std(ddof=1) * math.sqrt(1 + 1 / n)
     return dict(low=float(x.mean() - half), high=float(x.mean() + half), method='t prediction interval', n=n, level=level)
 
-# %% ../nbs/09_sweep.ipynb #d543f74d
-_CHILD = "import sys; from fastrepro.sweep import _seed_child; _seed_child(sys.argv[1], sys.argv[2])"
-
-# %% ../nbs/09_sweep.ipynb #94689bd5
-def _seed_child(payload_path, out_path):
-    from fastrepro.verify import run_once
-    make_learner, fit, seed, threads = cloudpickle.loads(Path(payload_path).read_bytes())
-    if threads: torch.set_num_threads(threads)
-    r = run_once(lambda: make_learner(seed), fit)
-    runs = sorted(Path(os.environ['FASTREPRO_RUNS']).glob('*.json'))
-    Path(out_path).write_text(json.dumps(dict(metric_names=r['names'], epochs=r['epochs'],
-        weights_sha256=hash_state_dict(r['state']), manifests=[json.loads(p.read_text()) for p in runs])))
-
 # %% ../nbs/09_sweep.ipynb #cf358eba
-def run_seed(payload:bytes, timeout:float=None) -> dict:
-    "Run one seed's pickled `(make_learner, fit, seed, threads)` in a fresh process; return its results as plain data."
+def run_seed(payload:bytes, # a `fresh_payload`
+             timeout:float=None) -> dict: # seconds; a seed that runs longer has failed
+    "Run one seed's `payload` in a fresh process; return its results as plain data, or `failed` with its error."
     t0 = time.time()
-    with tempfile.TemporaryDirectory(prefix='fastrepro-sweep-') as d:
-        try: out = _spawn(payload, Path(d), timeout)
-        except subprocess.TimeoutExpired: out = dict(status='failed', error=f'timed out after {timeout} s')
-        return dict(out, duration_s=time.time() - t0)
-
-# %% ../nbs/09_sweep.ipynb #7254babe
-def _spawn(payload, d, timeout):
-    (d/'payload.pkl').write_bytes(payload)
-    res = subprocess.run([sys.executable, '-c', _CHILD, str(d/'payload.pkl'), str(d/'result.json')], capture_output=True,
-                         text=True, timeout=timeout, env={**os.environ, 'FASTREPRO_RUNS': str(d/'runs')}, cwd=os.getcwd())
-    if res.returncode != 0 or not (d/'result.json').exists():
-        return dict(status='failed', error=_last_error(res.stderr, res.returncode))
-    return dict(status='completed', error=None, **json.loads((d/'result.json').read_text()))
-
-# %% ../nbs/09_sweep.ipynb #eaab57dd
-def _last_error(stderr, code):
-    lines = [l for l in stderr.strip().splitlines() if l.strip()]
-    return lines[-1] if lines else f'exit {code}'
+    try: r = run_fresh(payload, timeout)
+    except FreshRunError as e: return dict(status='failed', error=e.error, duration_s=time.time() - t0)
+    except subprocess.TimeoutExpired: return dict(status='failed', error=f'timed out after {timeout} s', duration_s=time.time() - t0)
+    return dict(status='completed', error=None, metric_names=r['names'], epochs=r['epochs'], weights_sha256=hash_state_dict(r['state']),
+                manifests=r['manifests'], duration_s=time.time() - t0)
 
 # %% ../nbs/09_sweep.ipynb #4531882e
 SWEEP_SCHEMA = 1
@@ -118,14 +96,29 @@ def check_seeds(seeds) -> list:
         raise ValueError(f"seed_sweep: `seeds` has duplicates {dup}; each seed would train the same run twice")
     return seeds
 
+# %% ../nbs/09_sweep.ipynb #04e0dcab
+def check_vary(vary) -> tuple|None:
+    "`vary` as a tuple of distinct purposes, or None for all of them."
+    if vary is None: return None
+    if isinstance(vary, str) or not isinstance(vary, (tuple, list)) or not vary:
+        raise TypeError(f"seed_sweep: `vary` must be None or a non-empty tuple of purposes like ('model',), got {vary!r}")
+    unknown = [p for p in vary if p not in PURPOSES]
+    if unknown: raise ValueError(f"seed_sweep: `vary` has unknown purposes {unknown}; the purposes are {PURPOSES}")
+    if len(set(vary)) < len(vary): raise ValueError(f"seed_sweep: `vary` names a purpose twice: {vary}")
+    return tuple(vary)
+
 # %% ../nbs/09_sweep.ipynb #f678dc9e
 class Sweep:
-    "A seed sweep: its seeds, each seed's run record, and the folder it is saved in."
-    def __init__(self, name:str, seeds:list, runs:dict=None, path=None, created_at:str=None, threads:int=1):
+    "A seed sweep: its seeds, each seed's run record, what the seeds vary, and the folder it is saved in."
+    def __init__(self, name:str, seeds:list, runs:dict=None, path=None, created_at:str=None, threads:int=1,
+                 vary:tuple=None, base_seed:int=0):
         self.name, self.seeds, self.path, self.threads = name, list(seeds), Path(path) if path else None, threads
+        self.vary, self.base_seed = tuple(vary) if vary else None, base_seed
         self.runs = {int(k): v for k, v in (runs or {}).items()}
         self.created_at = created_at or time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
-    def __repr__(self): return f"Sweep({self.name!r}, {len(self.completed)}/{len(self.seeds)} seeds completed)"
+    def __repr__(self):
+        what = f", varying {list(self.vary)} from base seed {self.base_seed}" if self.vary else ''
+        return f"Sweep({self.name!r}, {len(self.completed)}/{len(self.seeds)} seeds completed{what})"
 
 # %% ../nbs/09_sweep.ipynb #3d7ac04c
 @patch(as_prop=True)
@@ -164,6 +157,7 @@ def to_dict(self:Sweep) -> dict:
     "What `sweep.json` holds."
     summary = {m: summarize(self.values(m)) for m in self.metric_names} if len(self.completed) > 1 else {}
     return dict(schema=SWEEP_SCHEMA, name=self.name, seeds=self.seeds, threads=self.threads, created_at=self.created_at,
+                vary=self.vary, base_seed=self.base_seed,
                 runs={str(s): r for s, r in self.runs.items()}, summary=summary)
 
 # %% ../nbs/09_sweep.ipynb #1a2c07d7
@@ -189,15 +183,16 @@ def load_sweep(path) -> Sweep:
     missing = [k for k in ('schema', 'name', 'seeds', 'runs') if not isinstance(d, dict) or k not in d]
     if missing: raise SweepError(f"load_sweep: {p} is not a sweep: it lacks {missing}")
     if d['schema'] != SWEEP_SCHEMA: raise SweepError(f"load_sweep: {p} has schema {d['schema']}, this fastrepro reads {SWEEP_SCHEMA}")
-    return Sweep(d['name'], d['seeds'], d['runs'], p.parent, d.get('created_at'), d.get('threads', 1))
+    return Sweep(d['name'], d['seeds'], d['runs'], p.parent, d.get('created_at'), d.get('threads', 1), d.get('vary'), d.get('base_seed', 0))
 
 # %% ../nbs/09_sweep.ipynb #a434b78f
-def _open(folder:Path, name, seeds, threads, resume) -> Sweep:
-    if not (folder/'sweep.json').exists(): return Sweep(name, seeds, path=folder, threads=threads)
+def _open(folder:Path, new:Sweep, resume) -> Sweep:
+    if not (folder/'sweep.json').exists(): return new
     if not resume: raise SweepError(f"seed_sweep: {folder} already holds a sweep; pass resume=True to finish it, or another `name`")
     old = load_sweep(folder)
-    if old.seeds != seeds: raise SweepError(f"seed_sweep: resume=True, but {folder} was a sweep of seeds {old.seeds}, not {seeds}")
-    if old.threads != threads: raise SweepError(f"seed_sweep: resume=True, but {folder} ran with threads={old.threads}, not {threads}")
+    for attr in ('seeds', 'threads', 'vary', 'base_seed'):
+        if getattr(old, attr) != getattr(new, attr):
+            raise SweepError(f"seed_sweep: resume=True, but {folder} was a sweep with {attr}={getattr(old, attr)}, not {getattr(new, attr)}")
     return old
 
 # %% ../nbs/09_sweep.ipynb #a07dda92
@@ -208,17 +203,30 @@ def record(self:Sweep, seed:int, result:dict, runs=None):
     self.runs[seed] = dict(result, seed=seed, manifests=paths)
 
 # %% ../nbs/09_sweep.ipynb #11de49a1
-def seed_sweep(make_learner, fit, seeds=range(8), executor:Executor=None, max_workers:int=None, threads:int=1,
-               name:str=None, runs=None, resume:bool=False, timeout:float=None, show_progress:bool=True) -> Sweep:
+def seed_sweep(make_learner, # `make_learner(seed)` returns a Learner, e.g. `repro_learner(..., seed=seed)`
+               fit, # `fit(learn)` trains it
+               seeds=range(8), # at least 2 distinct ints
+               vary:tuple=None, # purposes the seeds vary, e.g. ('model',); the rest keep `base_seed`. None: all
+               base_seed:int=0, # the seed of the purposes not in `vary`
+               executor:Executor=None, # runs the seeds, e.g. a Dask client's `get_executor()`; None: local processes
+               max_workers:int=None, # with the local default, seeds at once (cores // threads)
+               threads:int=1, # torch threads per seed, the same whatever runs at once
+               name:str=None, # the folder under `<runs>/sweeps/`; a timestamp by default
+               runs=None, # the runs folder (default `$FASTREPRO_RUNS` or `./runs`)
+               resume:bool=False, # finish the sweep saved under `name`, rerunning only seeds that did not complete
+               timeout:float=None, # seconds per seed
+               show_progress:bool=True) -> Sweep:
     "Train `fit(make_learner(seed))` for every seed in fresh processes; save and return the `Sweep`."
-    seeds, threads = check_seeds(seeds), _check_threads(threads)
+    seeds, threads, vary = check_seeds(seeds), _check_threads(threads), check_vary(vary)
     name = name or time.strftime('sweep-%Y%m%dT%H%M%S')
-    sweep = _open(runs_dir(runs)/'sweeps'/name, name, seeds, threads, resume)
-    todo = {s: cloudpickle.dumps((make_learner, fit, s, threads)) for s in seeds if s not in sweep.completed}
+    folder = runs_dir(runs)/'sweeps'/name
+    sweep = _open(folder, Sweep(name, seeds, path=folder, threads=threads, vary=vary,
+                                base_seed=check_seed(base_seed, 'base_seed', 'seed_sweep')), resume)
+    todo = {s: sweep.payload(make_learner, fit, s) for s in seeds if s not in sweep.completed}
     pool = executor or ThreadPoolExecutor(max_workers or max(1, (os.cpu_count() or 1) // threads))  # each waits on a process
     try: _run(sweep, pool, todo, runs, timeout, show_progress)
     finally:
-        if executor is None: pool.shutdown()
+        if executor is None: pool.shutdown(cancel_futures=True)
     sweep.save()
     return sweep
 
@@ -226,6 +234,19 @@ def seed_sweep(make_learner, fit, seeds=range(8), executor:Executor=None, max_wo
 def _check_threads(threads):
     if isinstance(threads, int) and not isinstance(threads, bool) and threads >= 1: return threads
     raise ValueError(f"seed_sweep: `threads` must be an int >= 1, got {threads!r}")
+
+# %% ../nbs/09_sweep.ipynb #630d0a01
+@patch
+def purpose_seeds_of(self:Sweep, seed:int) -> tuple:
+    "The run seed and seeds by purpose that the sweep's `seed` trains with."
+    return (seed, {}) if self.vary is None else (self.base_seed, {p: seed for p in self.vary})
+
+# %% ../nbs/09_sweep.ipynb #6959cbe7
+@patch
+def payload(self:Sweep, make_learner, fit, seed:int) -> bytes:
+    "The `fresh_payload` that trains `seed`."
+    run_seed_, by_purpose = self.purpose_seeds_of(seed)
+    return fresh_payload(partial(make_learner, run_seed_), fit, threads=self.threads, seeds_by_purpose=by_purpose or None)
 
 # %% ../nbs/09_sweep.ipynb #3806098f
 def _run(sweep, pool, payloads, runs, timeout, show_progress):
@@ -268,6 +289,8 @@ def _show_summary(self:Sweep, level):
     cols, w = ['metric', 'n', 'mean', 'std', 'median', 'IQM', 'min', 'max', f'{level:.0%} CI of mean', 'outliers'], [12, 3, 8, 8, 8, 8, 8, 8, 20, 8]
     print(_row(cols, w))
     for m, s in self.summary(level).items():
+        if s['nonfinite']: print(f"{m}: {s['nonfinite']} seeds ended non-finite (diverged) and are left out")
+        if not s['n']: continue
         print(_row([m, s['n'], *(f"{s[k]:.4f}" for k in ('mean', 'std', 'median', 'iqm', 'min', 'max')),
                     f"[{s['ci'][0]:.4f}, {s['ci'][1]:.4f}]", s['outliers'] or '-'], w))
 
@@ -362,7 +385,8 @@ def _warn_inputs(diff) -> list:
 
 # %% ../nbs/09_sweep.ipynb #746245cb
 def _bits_note(sweep, m) -> list:
-    seed = (m.get('randomness') or {}).get('seed')
+    r = m.get('randomness') or {}
+    seed = next((s for s in sweep.seeds if sweep.purpose_seeds_of(s) == (r.get('seed'), r.get('purpose_seeds') or {})), None)
     same = sweep.runs.get(seed, {}).get('weights_sha256')
     if same and same != (m.get('results') or {}).get('final_weights_sha256'):
         return [f"seed {seed} is in the sweep with the same inputs, so bitwise identity was expected, and it was not met"]
@@ -379,7 +403,7 @@ def _diff_ci(a, b, level, seed=0):
 class SweepComparison:
     "Sweep B against sweep A on one metric."
     def __init__(self, metric, a:Sweep, b:Sweep, level=0.95):
-        va, vb = a.values(metric), b.values(metric)
+        va, vb = (v[np.isfinite(v)] for v in (a.values(metric), b.values(metric)))
         self.metric, self.n, self.level = metric, (len(va), len(vb)), level
         self.diff, self.ci = float(vb.mean() - va.mean()), _diff_ci(va, vb, level)
         self.welch_p = float(scipy.stats.ttest_ind(vb, va, equal_var=False).pvalue) if np.ptp(np.r_[va, vb]) else 1.
@@ -405,3 +429,69 @@ def compare_sweeps(a:Sweep, b:Sweep, metric:str='accuracy', level:float=0.95) ->
         if metric not in s.metric_names:
             raise KeyError(f"compare_sweeps: sweep {which} ({s.name!r}) has no metric {metric!r}; it has {s.metric_names}")
     return SweepComparison(metric, a, b, level)
+
+# %% ../nbs/09_sweep.ipynb #4c99162f
+SOURCES = ('split', 'model', 'shuffle', 'item', 'batch')
+
+# %% ../nbs/09_sweep.ipynb #796a17ae
+def variance_share(part, total, level:float=0.95) -> dict:
+    "Variance of `part` over that of `total`, with the F interval of the ratio (independent, roughly normal samples)."
+    part, total = np.asarray(part, dtype=float), np.asarray(total, dtype=float)
+    vp, vt, (dp, dt) = part.var(ddof=1), total.var(ddof=1), (len(part) - 1, len(total) - 1)
+    if vt == 0: return dict(std=float(np.sqrt(vp)), share=math.nan, ci=(math.nan, math.nan))
+    r = vp / vt
+    ci = (r / scipy.stats.f.ppf((1 + level) / 2, dp, dt), r / scipy.stats.f.ppf((1 - level) / 2, dp, dt))
+    return dict(std=float(np.sqrt(vp)), share=float(r), ci=tuple(map(float, ci)))
+
+# %% ../nbs/09_sweep.ipynb #76db0bb7
+class VarianceSources:
+    "Each source's share of the variance of `metric` over seeds: the sweep varying it alone against the sweep varying all."
+    def __init__(self, metric:str, alone:dict, everything:Sweep, level:float=0.95):
+        self.metric, self.alone, self.everything, self.level = metric, alone, everything, level
+        total = everything.values(metric)
+        self.n, self.std = len(total), float(total.std(ddof=1))
+        self.shares = {src: variance_share(s.values(metric), total, level) for src, s in alone.items()}
+    def __repr__(self):
+        return f"VarianceSources({self.metric}: " + ', '.join(f"{k} {v['share']:.0%}" for k, v in self.shares.items()) + ')'
+
+# %% ../nbs/09_sweep.ipynb #9c9a77c5
+@patch
+def show(self:VarianceSources):
+    "Print each source's std and share of the variance, with its interval."
+    print(f"{self.metric} over {self.n} seeds: std {self.std:.4f} when every purpose varies")
+    w = [8, 8, 8, 18]
+    print(_row(['source', 'std', 'share', f'{self.level:.0%} CI of share'], w))
+    for src, s in self.shares.items():
+        print(_row([src, f"{s['std']:.4f}", f"{s['share']:.0%}", f"[{s['ci'][0]:.0%}, {s['ci'][1]:.0%}]"], w))
+    print(f"sum of shares {sum(s['share'] for s in self.shares.values()):.0%} (not 100%: sources interact, and each share is an estimate)")
+
+# %% ../nbs/09_sweep.ipynb #4bea65a9
+@patch
+def plot(self:VarianceSources, ax=None):
+    "The shares as bars, with their intervals."
+    import matplotlib.pyplot as plt
+    if ax is None: _, ax = plt.subplots(figsize=(5, 0.5 + 0.4 * len(self.shares)))
+    names, s = list(self.shares), list(self.shares.values())
+    share = np.array([v['share'] for v in s]); lo, hi = (np.array([v['ci'][i] for v in s]) for i in (0, 1))
+    ax.barh(names, share, xerr=[share - lo, hi - share], capsize=3, alpha=.7)
+    ax.axvline(1, color='grey', lw=.8, ls='--'); ax.set_xscale('symlog', linthresh=0.1)
+    ax.set(xlabel=f'share of the variance of {self.metric} (all purposes = 1)'); ax.invert_yaxis()
+    return ax
+
+# %% ../nbs/09_sweep.ipynb #0bbe2375
+def variance_sources(make_learner, fit, # as for `seed_sweep`
+                     seeds=range(8), # the seeds of every sweep
+                     sources:tuple=SOURCES, # purposes to vary one at a time
+                     metric:str='accuracy', # the final metric whose variance is split
+                     base_seed:int=0, # the seed of the purposes held fixed
+                     name:str=None, # the sweeps go to `<runs>/sweeps/<name>/<source>` and `.../all`
+                     level:float=0.95, # of the intervals
+                     **sweep_kwargs) -> VarianceSources: # `executor`, `max_workers`, `runs`, `resume`, ...
+    "Sweep `seeds` varying each of `sources` alone, then all purposes; each source's share of the variance of `metric`."
+    sources = check_vary(sources)
+    if sources is None: raise ValueError("variance_sources: `sources` must name the purposes to take apart, e.g. SOURCES")
+    name = name or time.strftime('sources-%Y%m%dT%H%M%S')
+    alone = {src: seed_sweep(make_learner, fit, seeds, vary=(src,), base_seed=base_seed, name=f'{name}/{src}', **sweep_kwargs)
+             for src in sources}
+    everything = seed_sweep(make_learner, fit, seeds, name=f'{name}/all', **sweep_kwargs)
+    return VarianceSources(metric, alone, everything, level)

@@ -6,7 +6,8 @@ Docs: https://fastrepro.github.io/fastrepro/verify.html.md"""
 
 # %% ../nbs/04_verify.ipynb #aa04cb35
 from __future__ import annotations
-import inspect, math, os, subprocess, sys, tempfile, time
+import inspect, json, math, os, subprocess, sys, tempfile, time
+from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
 from pathlib import Path
 import cloudpickle, torch
 from fastcore.basics import patch
@@ -14,11 +15,12 @@ from fastprogress.fastprogress import progress_bar
 from fastai.callback.core import Callback
 from fastai.callback.schedule import LRFinder
 from fastai.data.load import DataLoader
-from .seed import strict_hint
+from .seed import strict_hint, purpose_seeds
+from .manifest import runs_dir, write_manifest, diff_manifests
 
 # %% auto #0
-__all__ = ['CHECKS', 'RunRecorder', 'history_cells', 'run_once', 'run_fresh', 'RunComparison', 'ReproReport',
-           'verify_reproducible']
+__all__ = ['CHECKS', 'ENV_LAYERS', 'RunRecorder', 'history_cells', 'run_once', 'fresh_payload', 'FreshRunError', 'run_fresh',
+           'RunComparison', 'ReproReport', 'environment_diff', 'verify_reproducible']
 
 # %% ../nbs/04_verify.ipynb #6f813b9d
 class RunRecorder(Callback):
@@ -83,20 +85,41 @@ def _fit_with(learn, fit, cb):
 _CHILD = "import sys; from fastrepro.verify import _child_main; _child_main(sys.argv[1], sys.argv[2])"
 
 def _child_main(payload_path, out_path):
-    make_learner, fit, kwargs = cloudpickle.loads(Path(payload_path).read_bytes())
-    torch.save(run_once(make_learner, fit, **kwargs), out_path)
+    make_learner, fit, opts = cloudpickle.loads(Path(payload_path).read_bytes())
+    threads, seeds = opts.pop('threads'), opts.pop('seeds_by_purpose') or {}
+    if threads: torch.set_num_threads(threads)
+    with purpose_seeds(seeds): r = run_once(make_learner, fit, **opts)
+    r['manifests'] = [p.read_text() for p in sorted(runs_dir().glob('*.json'))]  # $FASTREPRO_RUNS: the parent's temp folder
+    torch.save(r, out_path)
+
+# %% ../nbs/04_verify.ipynb #462460b2
+def fresh_payload(make_learner, fit,
+                  threads:int=None, # torch threads in the child (None: torch's default)
+                  seeds_by_purpose:dict=None, # `purpose_seeds` in force in the child, e.g. {'model': 3}
+                  **run_once_kwargs) -> bytes: # `history`, `num_workers`
+    "The bytes `run_fresh` runs: `make_learner`, `fit` and the run's options, cloudpickled."
+    return cloudpickle.dumps((make_learner, fit, dict(run_once_kwargs, threads=threads, seeds_by_purpose=seeds_by_purpose)))
 
 # %% ../nbs/04_verify.ipynb #c17e91fc
-def run_fresh(payload:bytes, timeout:float=None) -> dict:
-    "Run the pickled `(make_learner, fit, run_once kwargs)` in a fresh Python process and return its `run_once` result."
-    with tempfile.TemporaryDirectory(prefix='fastrepro-verify-') as d:
+class FreshRunError(RuntimeError):
+    "A fresh run that failed; `.error` is the last line of its stderr."
+    def __init__(self, code:int, stderr:str):
+        lines = [l for l in stderr.strip().splitlines() if l.strip()]
+        self.error = lines[-1] if lines else f'exit {code}'
+        super().__init__(f"a fresh run failed (exit {code}):\n{stderr[-3000:]}")
+
+# %% ../nbs/04_verify.ipynb #3611020c
+def run_fresh(payload:bytes, # from `fresh_payload`
+              timeout:float=None) -> dict: # seconds, else `subprocess.TimeoutExpired`
+    "Run `payload` in a fresh Python process; return its `run_once` result, with the manifests it wrote as dicts."
+    with tempfile.TemporaryDirectory(prefix='fastrepro-fresh-') as d:
         pin, pout = Path(d)/'payload.pkl', Path(d)/'result.pt'
         pin.write_bytes(payload)
-        res = subprocess.run([sys.executable, '-c', _CHILD, str(pin), str(pout)], capture_output=True, text=True,
-                             timeout=timeout, cwd=os.getcwd())
-        if res.returncode != 0 or not pout.exists():
-            raise RuntimeError(f"verify_reproducible: a fresh run failed (exit {res.returncode}):\n{res.stderr[-3000:]}")
-        return torch.load(pout, weights_only=True)
+        res = subprocess.run([sys.executable, '-c', _CHILD, str(pin), str(pout)], capture_output=True, text=True, timeout=timeout,
+                             cwd=os.getcwd(), env={**os.environ, 'FASTREPRO_RUNS': str(Path(d)/'runs')})
+        if res.returncode != 0 or not pout.exists(): raise FreshRunError(res.returncode, res.stderr)
+        r = torch.load(pout, weights_only=True)  # plain tensors, lists and strings: nothing to unpickle
+    return dict(r, manifests=[json.loads(t) for t in r['manifests']])
 
 # %% ../nbs/04_verify.ipynb #57fb04f4
 def _bits_equal(a, b): return a.shape == b.shape and a.dtype == b.dtype and bytes(a.numpy().data) == bytes(b.numpy().data)
@@ -134,9 +157,10 @@ CHECKS = ('fresh', 'history', 'workers')
 
 # %% ../nbs/04_verify.ipynb #7b71b235
 class ReproReport:
-    "The checks of `verify_reproducible`: a `RunComparison` per check that ran, and why the others were skipped."
-    def __init__(self, comparisons:dict, skipped:dict=None, fresh_process:bool=True):
+    "The checks of `verify_reproducible`: a `RunComparison` per check that ran, why the others were skipped, and how the runs' environments differ."
+    def __init__(self, comparisons:dict, skipped:dict=None, fresh_process:bool=True, environment_diff:list=None):
         self.comparisons, self.skipped, self.fresh_process = comparisons, dict(skipped or {}), fresh_process
+        self.environment_diff = environment_diff
         self.checks = {c: comparisons[c].identical if c in comparisons else None for c in (*comparisons, *self.skipped)}
         self.identical = bool(comparisons) and all(c.identical for c in comparisons.values())
         self.main = next((c for c in comparisons.values() if not c.identical), next(iter(comparisons.values()), None))
@@ -145,6 +169,19 @@ class ReproReport:
     def __repr__(self):
         return (f"ReproReport(identical={self.identical}, checks={self.checks}, max_abs_diff={self.max_abs_diff:.3g}, "
                 f"first_diff_epoch={self.first_diff_epoch})")
+
+# %% ../nbs/04_verify.ipynb #8e570285
+ENV_LAYERS = ('environment', 'hardware', 'env_vars')
+
+# %% ../nbs/04_verify.ipynb #d6c7e9bf
+def environment_diff(manifests:list) -> list|None:
+    "`(field, first run's value, other value)` for each field of `ENV_LAYERS` where a manifest differs from the first."
+    if len(manifests) < 2: return None
+    out = {}
+    for m in manifests[1:]:
+        for layer, field, old, new, _ in diff_manifests(manifests[0], m, include_no_effect=True):
+            if layer in ENV_LAYERS: out.setdefault(field, (field, old, new))
+    return list(out.values())
 
 # %% ../nbs/04_verify.ipynb #79ff178e
 def _fmt(v): return f"{v:.6f}" if isinstance(v, float) else str(v)
@@ -182,6 +219,16 @@ def show(self:ReproReport, top:int=5):
                   f"{n_diff} of {len(c.tensor_diffs)} weight tensors differ, max |diff| {c.max_abs_diff:.3g}")
             for d, k in sorted(((d, k) for k, d in c.tensor_diffs.items() if d), reverse=True)[:top]: print(f"    {k}: {d:.3g}")
     for name, why in self.skipped.items(): print(f"{name:8s} skipped: {why}")
+    self._show_environment()
+
+# %% ../nbs/04_verify.ipynb #9f2ce999
+@patch
+def _show_environment(self:ReproReport):
+    d = self.environment_diff
+    if d is None: return
+    if not d: print("environment: the same packages, hardware and env vars in every run"); return
+    print(f"environment DIFFERS between the runs, so bitwise identity is not to be expected: "
+          + '; '.join(f"{f}: {o} -> {n}" for f, o, n in d))
 
 # %% ../nbs/04_verify.ipynb #f0fb2046
 @patch
@@ -213,12 +260,15 @@ def _plan(checks, runs, make_learner):
     return plan, skipped
 
 # %% ../nbs/04_verify.ipynb #061ab2bd
-def _check_args(make_learner, fit, runs, checks):
+def _check_args(make_learner, fit, runs, checks, fresh_process, executor):
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2: raise ValueError(f"`runs` must be an int >= 2, got {runs!r}")
     for name, f in (('make_learner', make_learner), ('fit', fit)):
         if not callable(f): raise TypeError(f"`{name}` must be callable, got {type(f).__name__}")
     if isinstance(checks, str) or not checks or any(c not in CHECKS for c in checks):
         raise ValueError(f"`checks` must be a non-empty tuple of {CHECKS}, got {checks!r}")
+    if executor is not None and not isinstance(executor, Executor):
+        raise TypeError(f"`executor` must be a concurrent.futures.Executor (e.g. a Dask client's get_executor()), got {type(executor).__name__}")
+    if executor is not None and not fresh_process: raise ValueError("`executor` runs fresh processes: it needs fresh_process=True")
 
 # %% ../nbs/04_verify.ipynb #f1f28fb8
 def verify_reproducible(make_learner, # callable returning a Learner; for 'workers' it must take `num_workers`
@@ -227,17 +277,38 @@ def verify_reproducible(make_learner, # callable returning a Learner; for 'worke
                         fresh_process:bool=True, # each run in a fresh Python process (False: in this one)
                         timeout:float=None, # seconds allowed per fresh run
                         checks:tuple=('fresh',), # any of 'fresh', 'history', 'workers'
+                        executor:Executor=None, # runs the fresh runs, e.g. a Dask client's; None: one after the other, here
                         show_progress:bool=True) -> ReproReport: # a progress bar over the runs
     "Run `fit(make_learner())` for each check, in fresh processes, and compare metrics and weights bitwise."
-    _check_args(make_learner, fit, runs, checks)
+    _check_args(make_learner, fit, runs, checks, fresh_process, executor)
     plan, skipped = _plan(checks, runs, make_learner)
-    results, t0 = {}, time.time()
-    pb = progress_bar(plan, display=show_progress, leave=False)
-    for check, label, kw in pb:
-        pb.comment = f"{check}: {label}, {time.time() - t0:.0f}s so far"
-        results[label] = (run_fresh(cloudpickle.dumps((make_learner, fit, kw)), timeout) if fresh_process
-                          else run_once(make_learner, fit, **kw))
+    results = (_run_fresh_all if fresh_process else _run_here)(plan, make_learner, fit, timeout, executor, show_progress)
     fresh = [l for c, l, _ in plan if c == 'fresh']
     groups = dict(fresh=fresh, history=fresh[:1] + ['history'], workers=['w0', 'w2'])
     ran = [c for c in CHECKS if c in checks and c not in skipped]
-    return ReproReport({c: RunComparison([results[l] for l in groups[c]], groups[c]) for c in ran}, skipped, fresh_process)
+    comparisons = {c: RunComparison([results[l] for l in groups[c]], groups[c]) for c in ran}
+    return ReproReport(comparisons, skipped, fresh_process, _keep_manifests(results) if fresh_process else None)
+
+# %% ../nbs/04_verify.ipynb #c9904bfd
+def _run_here(plan, make_learner, fit, timeout, executor, show_progress):
+    return {label: run_once(make_learner, fit, **kw) for _, label, kw in progress_bar(plan, display=show_progress, leave=False)}
+
+# %% ../nbs/04_verify.ipynb #a129ecc6
+def _run_fresh_all(plan, make_learner, fit, timeout, executor, show_progress):
+    pool = executor or ThreadPoolExecutor(1)  # by default one fresh process at a time, so runs do not share the cores
+    futures = {pool.submit(run_fresh, fresh_payload(make_learner, fit, **kw), timeout): label for _, label, kw in plan}
+    pb, out = progress_bar(as_completed(futures), total=len(futures), display=show_progress, leave=False), {}
+    try:
+        for f in pb: out[futures[f]] = f.result(); pb.comment = f"{futures[f]} done"
+    finally:
+        if executor is None: pool.shutdown(cancel_futures=True)
+    return out
+
+# %% ../nbs/04_verify.ipynb #15261a99
+def _keep_manifests(results) -> list|None:
+    "Write the fresh runs' manifests into this process's runs folder; the environment diff of their first ones."
+    firsts = []
+    for r in results.values():
+        for m in r['manifests']: write_manifest(m)
+        if r['manifests']: firsts.append(r['manifests'][0])
+    return environment_diff(firsts)

@@ -1,12 +1,14 @@
-"Seed sweeps: each seed's result is that of a single fresh run of the seed, whatever the concurrency; resume after SIGKILL."
+"Seed sweeps: each seed's result is that of a single fresh run of the seed, whatever the executor or concurrency; varying
+every purpose is an ordinary sweep; resume after SIGKILL; verify_reproducible on a Dask cluster."
 import os, signal, subprocess, sys, textwrap, time
 from functools import partial
 from pathlib import Path
 import cloudpickle, pytest
 from fastai.vision.all import accuracy
 from fastrepro.all import *
+from fastrepro.seed import PURPOSES
 from fastrepro.sweep import seed_sweep, load_sweep, compare_sweeps
-from fastrepro.verify import run_fresh
+from fastrepro.verify import run_fresh, fresh_payload, verify_reproducible
 from fastrepro.fingerprint import hash_state_dict
 
 pytestmark = pytest.mark.slow
@@ -37,20 +39,41 @@ def test_sweep_results_are_single_fresh_runs_whatever_the_concurrency(one, tmp_p
     for s in range(4):
         assert one.runs[s]['weights_sha256'] == two.runs[s]['weights_sha256']
         assert one.runs[s]['epochs'] == two.runs[s]['epochs']
-        single = run_fresh(cloudpickle.dumps((partial(_digits, s), _fit, {})))
+        single = run_fresh(fresh_payload(partial(_digits, s), _fit))
         assert hash_state_dict(single['state']) == one.runs[s]['weights_sha256'], s
         assert single['epochs'] == one.runs[s]['epochs']
     assert len({one.runs[s]['weights_sha256'] for s in range(4)}) == 4  # negative control: the seeds do differ
 
-def test_a_dask_cluster_gives_the_same_results(one, tmp_path):
+@pytest.fixture(scope='module')
+def dask_executor():
+    "A real Dask cluster of 2 worker processes, one thread each."
     distributed = pytest.importorskip('distributed')
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
          distributed.Client(cluster) as client:
-        dask = seed_sweep(_digits, _fit, seeds=range(4), executor=client.get_executor(), name='dask', runs=tmp_path,
-                          show_progress=False)
+        yield client.get_executor()
+
+def test_a_dask_cluster_gives_the_same_results(one, dask_executor, tmp_path):
+    dask = seed_sweep(_digits, _fit, seeds=range(4), executor=dask_executor, name='dask', runs=tmp_path, show_progress=False)
     assert dask.completed == [0, 1, 2, 3]
     for s in range(4): assert dask.runs[s]['weights_sha256'] == one.runs[s]['weights_sha256'], s
     assert len(list((tmp_path).glob('*.json'))) == 4  # the manifests came back in the results; the caller wrote them
+
+def test_verify_reproducible_on_a_dask_cluster_compares_the_environments(dask_executor, tmp_path, monkeypatch):
+    monkeypatch.setenv('FASTREPRO_RUNS', str(tmp_path))
+    report = verify_reproducible(partial(_digits, 0), _fit, executor=dask_executor, show_progress=False)
+    assert report.identical and report.environment_diff == []
+    assert len(list(tmp_path.glob('*.json'))) == 2  # written here, from the results: the workers share no folder with us
+
+def test_varying_every_purpose_is_an_ordinary_sweep(one, tmp_path):
+    every = seed_sweep(_digits, _fit, seeds=[0, 1], vary=PURPOSES, base_seed=7, max_workers=2, name='every', runs=tmp_path,
+                       show_progress=False)
+    for s in (0, 1): assert every.runs[s]['weights_sha256'] == one.runs[s]['weights_sha256'], s
+    model = seed_sweep(_digits, _fit, seeds=[0, 1], vary=('model',), base_seed=7, max_workers=2, name='model', runs=tmp_path,
+                       show_progress=False)
+    for s in (0, 1): assert model.runs[s]['weights_sha256'] != one.runs[s]['weights_sha256'], s  # negative control
+    assert model.runs[0]['weights_sha256'] != model.runs[1]['weights_sha256']
+    m = load_manifest(model.runs[1]['manifests'][0])
+    assert (m['randomness']['seed'], m['randomness']['purpose_seeds']) == (7, {'model': 1})
 
 _PARENT = '''
 import sys, cloudpickle
