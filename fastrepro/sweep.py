@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/sweep.html.md"""
 
 # %% ../nbs/09_sweep.ipynb #02b439d6
 from __future__ import annotations
-import json, math, os, subprocess, time, warnings
+import json, math, os, subprocess, time, uuid, warnings
 from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
 from functools import partial
 from pathlib import Path
@@ -70,10 +70,11 @@ def prediction_band(values, level:float=0.95) -> dict:
 
 # %% ../nbs/09_sweep.ipynb #cf358eba
 def run_seed(payload:bytes, # a `fresh_payload`
-             timeout:float=None) -> dict: # seconds; a seed that runs longer has failed
+             timeout:float=None, # seconds; a seed that runs longer has failed
+             tag:str=None) -> dict: # passed to `run_fresh`
     "Run one seed's `payload` in a fresh process; return its results as plain data, or `failed` with its error."
     t0 = time.time()
-    try: r = run_fresh(payload, timeout)
+    try: r = run_fresh(payload, timeout, tag)
     except FreshRunError as e: return dict(status='failed', error=e.error, duration_s=time.time() - t0)
     except subprocess.TimeoutExpired: return dict(status='failed', error=f'timed out after {timeout} s', duration_s=time.time() - t0)
     return dict(status='completed', error=None, metric_names=r['names'], epochs=r['epochs'], weights_sha256=hash_state_dict(r['state']),
@@ -250,7 +251,7 @@ def payload(self:Sweep, make_learner, fit, seed:int) -> bytes:
 
 # %% ../nbs/09_sweep.ipynb #3806098f
 def _run(sweep, pool, payloads, runs, timeout, show_progress):
-    futures = {pool.submit(run_seed, p, timeout): s for s, p in payloads.items()}
+    futures = {pool.submit(run_seed, p, timeout, f'seed{s}-{uuid.uuid4().hex[:8]}'): s for s, p in payloads.items()}
     done = as_completed(futures)
     bar = progress_bar(done, total=len(futures), leave=False) if show_progress else done
     for f in bar:

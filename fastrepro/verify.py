@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/verify.html.md"""
 
 # %% ../nbs/04_verify.ipynb #aa04cb35
 from __future__ import annotations
-import inspect, json, math, os, subprocess, sys, tempfile, time
+import inspect, json, math, os, subprocess, sys, tempfile, time, uuid
 from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
 from pathlib import Path
 import cloudpickle, torch
@@ -103,21 +103,22 @@ def fresh_payload(make_learner, fit,
 # %% ../nbs/04_verify.ipynb #c17e91fc
 class FreshRunError(RuntimeError):
     "A fresh run that failed; `.error` is the last line of its stderr."
-    def __init__(self, code:int, stderr:str):
+    def __init__(self, code:int, stderr:str, tag:str=None):
         lines = [l for l in stderr.strip().splitlines() if l.strip()]
         self.error = lines[-1] if lines else f'exit {code}'
-        super().__init__(f"a fresh run failed (exit {code}):\n{stderr[-3000:]}")
+        super().__init__(f"{f'the fresh run {tag}' if tag else 'a fresh run'} failed (exit {code}):\n{stderr[-3000:]}")
 
 # %% ../nbs/04_verify.ipynb #3611020c
 def run_fresh(payload:bytes, # from `fresh_payload`
-              timeout:float=None) -> dict: # seconds, else `subprocess.TimeoutExpired`
+              timeout:float=None, # seconds, else `subprocess.TimeoutExpired`
+              tag:str=None) -> dict: # names the run in errors; distinct tags keep caching executors from merging runs
     "Run `payload` in a fresh Python process; return its `run_once` result, with the manifests it wrote as dicts."
     with tempfile.TemporaryDirectory(prefix='fastrepro-fresh-') as d:
         pin, pout = Path(d)/'payload.pkl', Path(d)/'result.pt'
         pin.write_bytes(payload)
         res = subprocess.run([sys.executable, '-c', _CHILD, str(pin), str(pout)], capture_output=True, text=True, timeout=timeout,
                              cwd=os.getcwd(), env={**os.environ, 'FASTREPRO_RUNS': str(Path(d)/'runs')})
-        if res.returncode != 0 or not pout.exists(): raise FreshRunError(res.returncode, res.stderr)
+        if res.returncode != 0 or not pout.exists(): raise FreshRunError(res.returncode, res.stderr, tag)
         r = torch.load(pout, weights_only=True)  # plain tensors, lists and strings: nothing to unpickle
     return dict(r, manifests=[json.loads(t) for t in r['manifests']])
 
@@ -296,7 +297,8 @@ def _run_here(plan, make_learner, fit, timeout, executor, show_progress):
 # %% ../nbs/04_verify.ipynb #a129ecc6
 def _run_fresh_all(plan, make_learner, fit, timeout, executor, show_progress):
     pool = executor or ThreadPoolExecutor(1)  # by default one fresh process at a time, so runs do not share the cores
-    futures = {pool.submit(run_fresh, fresh_payload(make_learner, fit, **kw), timeout): label for _, label, kw in plan}
+    futures = {pool.submit(run_fresh, fresh_payload(make_learner, fit, **kw), timeout, f'{label}-{uuid.uuid4().hex[:8]}'): label
+               for _, label, kw in plan}
     pb, out = progress_bar(as_completed(futures), total=len(futures), display=show_progress, leave=False), {}
     try:
         for f in pb: out[futures[f]] = f.result(); pb.comment = f"{futures[f]} done"

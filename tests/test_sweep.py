@@ -1,9 +1,9 @@
-"Seed sweeps: each seed's result is that of a single fresh run of the seed, whatever the executor or concurrency; varying
-every purpose is an ordinary sweep; resume after SIGKILL; verify_reproducible on a Dask cluster."
+"""Seed sweeps: each seed's result is that of a single fresh run of the seed, whatever the executor or concurrency; varying
+every purpose is an ordinary sweep; resume after SIGKILL; verify_reproducible on a Dask cluster."""
 import os, signal, subprocess, sys, textwrap, time
 from functools import partial
 from pathlib import Path
-import cloudpickle, pytest
+import cloudpickle, pytest, torch
 from fastai.vision.all import accuracy
 from fastrepro.all import *
 from fastrepro.seed import PURPOSES
@@ -63,6 +63,15 @@ def test_verify_reproducible_on_a_dask_cluster_compares_the_environments(dask_ex
     report = verify_reproducible(partial(_digits, 0), _fit, executor=dask_executor, show_progress=False)
     assert report.identical and report.environment_diff == []
     assert len(list(tmp_path.glob('*.json'))) == 2  # written here, from the results: the workers share no folder with us
+    entropic = verify_reproducible(_entropic, _fit, executor=dask_executor, show_progress=False)
+    assert not entropic.identical  # negative control: the cluster really ran two runs (Dask would merge identical calls)
+
+def _entropic():
+    "The digits learner with OS entropy in its last layer: no seed reproduces it."
+    learn = _digits(0)
+    noise = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), 'little'))
+    with torch.no_grad(): learn.model[-1].bias.add_(torch.randn(learn.model[-1].bias.shape, generator=noise) * 0.01)
+    return learn
 
 def test_varying_every_purpose_is_an_ordinary_sweep(one, tmp_path):
     every = seed_sweep(_digits, _fit, seeds=[0, 1], vary=PURPOSES, base_seed=7, max_workers=2, name='every', runs=tmp_path,
