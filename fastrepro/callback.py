@@ -16,7 +16,7 @@ from .data import reseed_dls, set_epoch, release_dls, keyed_loader
 from .manifest import start_fit_manifest, end_fit_manifest
 
 # %% auto #0
-__all__ = ['REBUILD_MODES', 'ReproCallback', 'canonical_state', 'rebuild_dls']
+__all__ = ['REBUILD_MODES', 'ReproCallback', 'tell_manifest', 'canonical_state', 'rebuild_dls']
 
 # %% ../nbs/02_callback.ipynb #157046cc
 REBUILD_MODES = ('reseed', 'full')
@@ -81,6 +81,7 @@ def before_train(self:ReproCallback):
         if self.learn.repro_record.warn_only: self.ops = NondeterministicOps().start()
         self.m = start_fit_manifest(self.learn, self.fit_seed, self.learn.repro_record.as_dict(), fit=self.n)
         self.learn.repro_manifest = end_fit_manifest(self.learn, self.m, None, self.runs_dir)  # status `running`
+        tell_manifest(self.learn, self.m, self.learn.repro_manifest)
 
 # %% ../nbs/02_callback.ipynb #61a8b0c0
 @patch
@@ -107,6 +108,16 @@ def _end(self:ReproCallback, status, error=None):
     # warn-only counts what ran; strict mode would have raised at the first such op; with determinism off, nobody knows
     m['randomness']['nondeterministic_ops'] = ops.stop() if ops else ({} if self.learn.repro_record.deterministic_algorithms else None)
     self.learn.repro_manifest = end_fit_manifest(self.learn, m, status, self.runs_dir, error)
+    tell_manifest(self.learn, m, self.learn.repro_manifest)
+
+# %% ../nbs/02_callback.ipynb #e1d89904
+def tell_manifest(learn, m:dict, path):
+    "Call `after_manifest(m, path)` on each callback of `learn` that defines it; a listener's error warns and never stops the fit."
+    for cb in learn.cbs:
+        listener = getattr(type(cb), 'after_manifest', None)  # on the class: a Callback's getattr would fall through to the Learner
+        if listener is None: continue
+        try: listener(cb, m, path)
+        except Exception as e: warnings.warn(f"{type(cb).__name__}.after_manifest failed: {e!r}")
 
 # %% ../nbs/02_callback.ipynb #2fccecf1
 @patch

@@ -8,7 +8,7 @@ Docs: https://fastrepro.github.io/fastrepro/cli.html.md"""
 from __future__ import annotations
 import argparse, json, sys
 from pathlib import Path
-from .manifest import ManifestError, diff_manifests, environment, hardware, env_vars, load_manifest, runs_dir
+from .manifest import ManifestError, is_mlflow_uri, diff_manifests, environment, hardware, env_vars, load_manifest, runs_dir
 from .sweep import SweepError, load_sweep, compare_sweeps
 
 # %% auto #0
@@ -18,15 +18,20 @@ __all__ = ['CHECKED', 'main', 'resolve_run', 'show', 'runs_table', 'check_env']
 def _parser():
     p = argparse.ArgumentParser(prog='fastrepro', description='Read, compare and list fastrepro run manifests.')
     p.add_argument('--runs', default=None, help='runs folder for run ids (default: $FASTREPRO_RUNS, else ./runs)')
+    p.add_argument('--tracking-uri', default=None, help='MLflow store for runs:/ URIs (default: $MLFLOW_TRACKING_URI, else mlflow.db beside the runs folder)')
+    p.add_argument('--experiment', default=None, help="MLflow experiment (default: $MLFLOW_EXPERIMENT_NAME, else 'fastrepro')")
     sub = p.add_subparsers(dest='command', required=True)
-    s = sub.add_parser('show', help='summarise one run'); s.add_argument('run', help='manifest path or run id')
+    s = sub.add_parser('show', help='summarise one run'); s.add_argument('run', help='manifest path, run id, or MLflow runs:/<id>')
     d = sub.add_parser('diff', help='what differs between two runs; exit 1 if anything that can change results does')
     d.add_argument('run_a'); d.add_argument('run_b')
     d.add_argument('--json', action='store_true', help='print the differences as JSON')
     d.add_argument('--all', action='store_true', help='include fields that cannot change results (ids, times)')
     c = sub.add_parser('check-env', help="compare this Python environment and hardware with a run's; exit 1 if they differ")
     c.add_argument('run')
-    r = sub.add_parser('runs', help='list the runs in a folder'); r.add_argument('dir', nargs='?', default=None)
+    r = sub.add_parser('runs', help='list the runs in a folder, or in MLflow'); r.add_argument('dir', nargs='?', default=None)
+    r.add_argument('--mlflow', nargs='?', const='', default=None, metavar='URI', help="list the experiment's fastrepro runs in MLflow")
+    sub.add_parser('mlflow', help='MLflow: upload runs').add_subparsers(dest='mlflow_command', required=True).add_parser(
+        'sync', help='upload the finished runs MLflow does not have complete').add_argument('dir', nargs='?', default=None)
     _add_sweep(sub)
     return p
 
@@ -54,12 +59,13 @@ def main(argv=None) -> int:
     "The `fastrepro` console script."
     a = _parser().parse_args(argv)
     try: return _run(a)
-    except (FileNotFoundError, LookupError, ManifestError, NotADirectoryError, SweepError) as e:
+    except (FileNotFoundError, LookupError, ManifestError, NotADirectoryError, SweepError, ImportError, ConnectionError) as e:
         print(f"fastrepro: error: {e}", file=sys.stderr); return 2
 
 # %% ../nbs/08_cli.ipynb #32545aef
-def resolve_run(run:str, runs=None) -> Path:
-    "The manifest file for `run`: a path, or a run id (or a unique part of one) in the runs folder."
+def resolve_run(run:str, runs=None) -> Path|str:
+    "The manifest file for `run`: a path, or a run id (or a unique part of one) in the runs folder; an MLflow run URI as it is."
+    if is_mlflow_uri(run): return run
     p = Path(run)
     if p.is_file(): return p
     if p.suffix == '.json' or len(p.parts) > 1: raise FileNotFoundError(f"no manifest at {run}")
@@ -70,6 +76,23 @@ def resolve_run(run:str, runs=None) -> Path:
         raise LookupError(f"run id {run!r} matches {len(matches)} runs in {folder}: {', '.join(f.stem for f in matches[:5])}"
                           f"{' ...' if len(matches) > 5 else ''}; give more of it")
     return matches[0]
+
+# %% ../nbs/08_cli.ipynb #df4a2182
+def _load(a, run:str) -> dict:
+    "The manifest `run` names: a file, a run id in the runs folder, or an MLflow run URI."
+    if not is_mlflow_uri(run): return load_manifest(resolve_run(run, a.runs))
+    from fastrepro.mlflow import fetch_manifest, tracking_uri_for
+    return fetch_manifest(run, tracking_uri_for(a.tracking_uri, a.runs))
+
+# %% ../nbs/08_cli.ipynb #12c164ba
+def _mlflow_cmd(a) -> int:
+    "`runs --mlflow [URI]` lists an experiment's fastrepro runs; `mlflow sync [DIR]` uploads the runs MLflow lacks."
+    from fastrepro.mlflow import mlflow_runs_table, sync, tracking_uri_for
+    if a.command == 'runs': print(mlflow_runs_table(tracking_uri_for(a.mlflow or a.tracking_uri, a.runs), a.experiment)); return 0
+    runs = a.dir if a.dir is not None else a.runs
+    done = sync(runs, a.tracking_uri, a.experiment)
+    print(f"uploaded {len(done)} run(s) from {runs_dir(runs)}" + ''.join(f"\n  {r}" for r in done))
+    return 0
 
 # %% ../nbs/08_cli.ipynb #614e2c72
 def _fmt(v): return f"{v:.6g}" if isinstance(v, float) else str(v)
@@ -160,7 +183,8 @@ def check_env(m:dict) -> tuple:
 # %% ../nbs/08_cli.ipynb #8c4f0a2e
 def _run(a) -> int:
     if a.command == 'sweep': return _sweep_cmd(a)
-    load = lambda run: load_manifest(resolve_run(run, a.runs))
+    if a.command == 'mlflow' or (a.command == 'runs' and a.mlflow is not None): return _mlflow_cmd(a)
+    load = lambda run: _load(a, run)
     if a.command == 'show': print(show(load(a.run))); return 0
     if a.command == 'runs': print(runs_table(runs_dir(a.dir if a.dir is not None else a.runs))); return 0
     if a.command == 'diff':

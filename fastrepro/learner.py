@@ -31,6 +31,15 @@ def _build_learner(dls, learner_fn, arch, model, learner_kwargs):
     what = model if model is not None else arch
     return learner_fn(dls, **learner_kwargs) if what is None else learner_fn(dls, what, **learner_kwargs)
 
+# %% ../nbs/03_learner.ipynb #db95fa5e
+def _mlflow_callback(mlflow):
+    "The `MLflowReproCallback` that `repro_learner`'s `mlflow` argument asks for (imported only then: MLflow is optional)."
+    from fastrepro.mlflow import MLflowReproCallback
+    if mlflow is True: return MLflowReproCallback()
+    if isinstance(mlflow, str): return MLflowReproCallback(tracking_uri=mlflow)
+    if isinstance(mlflow, MLflowReproCallback): return mlflow
+    raise TypeError(f"`mlflow` must be False, True, a tracking URI or an MLflowReproCallback, got {mlflow!r}")
+
 # %% ../nbs/03_learner.ipynb #b7c3ef01
 def repro_learner(dblock, # a fastai DataBlock
                   source, # what `dblock.dataloaders` takes: usually a path
@@ -42,9 +51,11 @@ def repro_learner(dblock, # a fastai DataBlock
                   num_workers:int=None, # DataLoader workers; None: fastai's default
                   deterministic='warn', # `set_seed`'s mode: False, 'warn', True or 'strict'
                   dl_kwargs:dict=None, # more kwargs for `dblock.dataloaders`
+                  mlflow=False, # log each fit to MLflow: True, a tracking URI, or an `MLflowReproCallback`
                   **learner_kwargs): # passed to `learner_fn` (metrics, loss_func, ...)
     "Build DataLoaders and a Learner from `dblock` and `source`, seeded with keys of `seed`, with `ReproCallback` attached."
     _check_learner_args(seed, deterministic, learner_fn, arch, model)
+    tracker = None if mlflow is False else _mlflow_callback(mlflow)
     kw = dict(bs=bs, **({} if num_workers is None else dict(num_workers=num_workers)), **(dl_kwargs or {}))
     recipe = DataRecipe(dblock, source, kw)
     dls = recipe.dataloaders(seed)
@@ -52,5 +63,6 @@ def repro_learner(dblock, # a fastai DataBlock
     learn = _build_learner(dls, learner_fn, arch, model, learner_kwargs)
     learn.repro_seed, learn.repro_deterministic, learn.repro_data = seed, deterministic, recipe
     learn.add_cb(ReproCallback(seed=seed))
+    if tracker is not None: learn.add_cb(tracker)
     reseed_dls(learn.dls, seed, fit=None)  # keyed at once: passes before the first fit vary and leave the generators alone
     return learn

@@ -16,8 +16,8 @@ from pathlib import Path
 __all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'SCHEMA_VERSION', 'LAYERS', 'REQUIRED', 'STATUSES', 'NO_EFFECT',
            'installed_packages', 'torch_stack', 'environment', 'hardware', 'redact', 'env_vars', 'strip_credentials',
            'script_path', 'code_info', 'new_run_id', 'new_manifest', 'finish_manifest', 'runs_dir', 'remove_orphans',
-           'write_manifest', 'ManifestError', 'load_manifest', 'ManifestDiff', 'diff_manifests', 'fit_calls',
-           'hyperparameters', 'file_artifact', 'record_artifact', 'start_fit_manifest', 'end_fit_manifest']
+           'write_manifest', 'ManifestError', 'is_mlflow_uri', 'load_manifest', 'ManifestDiff', 'diff_manifests',
+           'fit_calls', 'hyperparameters', 'file_artifact', 'record_artifact', 'start_fit_manifest', 'end_fit_manifest']
 
 # %% ../nbs/07_manifest.ipynb #3b1e7c20
 import numpy as np
@@ -253,9 +253,17 @@ def write_manifest(m:dict, path=None, data_dir=None) -> Path:
 class ManifestError(ValueError):
     "A manifest file that cannot be read as a fastrepro manifest."
 
+# %% ../nbs/07_manifest.ipynb #74e21ba9
+def is_mlflow_uri(run) -> bool:
+    "Whether `run` names an MLflow run, `runs:/<run_id>` or `mlflow:<run_id>`, rather than a file."
+    return isinstance(run, str) and run.startswith(('runs:/', 'mlflow:'))
+
 # %% ../nbs/07_manifest.ipynb #0b9d5e4a
 def load_manifest(path) -> dict:
-    "Read and validate the manifest at `path`. JSON only: nothing is executed or unpickled."
+    "Read and validate the manifest at `path` (or MLflow run `runs:/<id>`). JSON only: nothing is executed or unpickled."
+    if is_mlflow_uri(path):
+        from fastrepro.mlflow import fetch_manifest  # optional: needs `pip install "fastrepro[mlflow]"`
+        return fetch_manifest(path)
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"no manifest at {path}")
     try: m = json.loads(path.read_text())
@@ -272,7 +280,7 @@ def load_manifest(path) -> dict:
 # %% ../nbs/07_manifest.ipynb #1aff3426
 # `cublas_action` says what set_seed did (set or kept); what is in force is `cublas_workspace_config`, which is compared.
 NO_EFFECT = ('run_id', 'started_at', 'ended_at', 'duration_s', 'code.script', 'artifacts', 'randomness.set_seed.cublas_action',
-             'hardware.hostname')
+             'hardware.hostname', 'data.source')
 
 # %% ../nbs/07_manifest.ipynb #6e8a0d4b
 def _flatten(o, prefix=''):
@@ -410,15 +418,18 @@ def _saved_models(learn, since:str) -> list:
              if re.fullmatch(rf'{re.escape(cb.fname)}(_\d+)?\.pth', f.name) and f.stat().st_mtime >= t0}
     return [file_artifact(f) for f in sorted(files)]
 
-# %% ../nbs/07_manifest.ipynb #77596f33
-def _data_fingerprint(learn):
-    try: return fingerprint_dls(learn.dls)
-    except Exception as e: return dict(error=f"{type(e).__name__}: {e}")
-
 # %% ../nbs/07_manifest.ipynb #3f7d0b5c
 def _data_dir(learn):
     src = getattr(getattr(learn, 'repro_data', None), 'source', None)
     return src if isinstance(src, (str, os.PathLike)) and Path(src).is_dir() else None
+
+# %% ../nbs/07_manifest.ipynb #77596f33
+def _data_fingerprint(learn):
+    "The loaders' fingerprint, with the data folder `repro_learner` read them from (`source`), if any."
+    try: fp = fingerprint_dls(learn.dls)
+    except Exception as e: fp = dict(error=f"{type(e).__name__}: {e}")
+    if (d := _data_dir(learn)) is not None: fp['source'] = str(Path(d).resolve())
+    return fp
 
 # %% ../nbs/07_manifest.ipynb #8e2b6c9d
 def start_fit_manifest(learn, seed:int, seed_record:dict=None, fit=None) -> dict:

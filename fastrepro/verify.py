@@ -117,7 +117,7 @@ def run_fresh(payload:bytes, # from `fresh_payload`
         pin, pout = Path(d)/'payload.pkl', Path(d)/'result.pt'
         pin.write_bytes(payload)
         res = subprocess.run([sys.executable, '-c', _CHILD, str(pin), str(pout)], capture_output=True, text=True, timeout=timeout,
-                             cwd=os.getcwd(), env={**os.environ, 'FASTREPRO_RUNS': str(Path(d)/'runs')})
+                             cwd=os.getcwd(), env={**os.environ, 'FASTREPRO_RUNS': str(Path(d)/'runs'), 'FASTREPRO_MLFLOW': 'off'})
         if res.returncode != 0 or not pout.exists(): raise FreshRunError(res.returncode, res.stderr, tag)
         r = torch.load(pout, weights_only=True)  # plain tensors, lists and strings: nothing to unpickle
     return dict(r, manifests=[json.loads(t) for t in r['manifests']])
