@@ -227,3 +227,16 @@ def test_no_planted_secret_reaches_the_store(server, runs, tmp_path, monkeypatch
     blob = b''.join(p.read_bytes() for p in store)
     assert b'fastrepro-visible-marker-7731' in blob and m['run_id'].encode() in blob  # the search does find what was logged
     for secret in [*SECRETS.values(), token]: assert secret.encode() not in blob, secret
+
+def test_weights_changed_after_the_manifest_are_neither_exported_nor_registered(runs):
+    "SaveModelCallback reloads the best epoch's weights after ReproCallback hashed the last ones: the gate must see it."
+    learn = APPS['save_early'].make(0)
+    learn.add_cb(MLflowReproCallback(tracking_uri=default_tracking_uri(runs), log_model=True))
+    with learn.no_bar(), learn.no_logging(), warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always'); APPS['save_early'].fit(learn)
+    assert any('the learner is not exported' in str(x.message) for x in w)
+    m = load_manifest(learn.repro_manifest)
+    assert not any(a['path'].endswith(f"{m['run_id']}.pkl") for a in m['artifacts'])
+    # early stopping ends the fit through CancelFitException: the manifest says 'cancelled', which the gate refuses too
+    with pytest.raises(RegistryGateError, match="status is 'cancelled'"): register_model(f'runs:/{learn.mlflow_run_id}', 'best')
+    with pytest.raises(RegistryGateError, match="status is 'cancelled'.*weights changed after the fit's manifest"): register_model(learn, 'best')
