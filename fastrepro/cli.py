@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     "The `fastrepro` console script."
     a = _parser().parse_args(argv)
     try: return _run(a)
-    except (FileNotFoundError, LookupError, ManifestError, NotADirectoryError, SweepError, ImportError, ConnectionError) as e:
+    except (FileNotFoundError, LookupError, ValueError, NotADirectoryError, SweepError, ImportError, ConnectionError) as e:  # ManifestError is a ValueError
         print(f"fastrepro: error: {e}", file=sys.stderr); return 2
 
 # %% ../nbs/08_cli.ipynb #32545aef
@@ -88,8 +88,8 @@ def _load(a, run:str) -> dict:
 def _mlflow_cmd(a) -> int:
     "`runs --mlflow [URI]` lists an experiment's fastrepro runs; `mlflow sync [DIR]` uploads the runs MLflow lacks."
     from fastrepro.mlflow import mlflow_runs_table, sync, tracking_uri_for
-    if a.command == 'runs': print(mlflow_runs_table(tracking_uri_for(a.mlflow or a.tracking_uri, a.runs), a.experiment)); return 0
     runs = a.dir if a.dir is not None else a.runs
+    if a.command == 'runs': print(mlflow_runs_table(tracking_uri_for(a.mlflow or a.tracking_uri, runs), a.experiment)); return 0
     done = sync(runs, a.tracking_uri, a.experiment)
     print(f"uploaded {len(done)} run(s) from {runs_dir(runs)}" + ''.join(f"\n  {r}" for r in done))
     return 0

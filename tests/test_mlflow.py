@@ -1,7 +1,7 @@
 """MLflow, for real: a local SQLite store and an `mlflow server` subprocess on 127.0.0.1. Every counted fit of several fastai
 applications is a complete MLflow run equal to its manifest; diffs of MLflow runs are diffs of files; the registry gate;
 a server killed mid-fit, then `fastrepro mlflow sync`; no planted secret reaches the store (with a marker that does)."""
-import json, os, signal, socket, subprocess, sys, time, urllib.request, warnings
+import json, os, shlex, signal, socket, subprocess, sys, time, urllib.request, warnings
 from functools import partial
 from pathlib import Path
 import cloudpickle, pytest
@@ -169,9 +169,10 @@ def test_registry_gate_refuses_incomplete_runs_and_registers_reproduced_ones(run
     assert _fastrepro_ids(uri) == before
     assert str(mv.version) == '1' and mv.run_id == learn.mlflow_run_id
     assert mv.tags['fastrepro.final_weights_sha256'] == load_manifest(learn.repro_manifest)['results']['final_weights_sha256']
-    assert str(register_model(learn, 'digits').version) == '2'
-    import mlflow.pyfunc
-    served = mlflow.pyfunc.load_model(client.download_artifacts(mv.run_id, 'model', str(tmp_path)))
+    mv2 = register_model(learn, 'digits')
+    assert str(mv2.version) == '2' and mv2.source != mv.source  # a new version never replaces an earlier one's files
+    import mlflow.pyfunc, mlflow.artifacts
+    served = mlflow.pyfunc.load_model(mlflow.artifacts.download_artifacts(mv.source, dst_path=str(tmp_path), tracking_uri=uri))
     items = [str(sorted((digits_path()/'valid'/str(k)).glob('*.png'))[0]) for k in range(10)]
     with learn.no_bar(): assert served.predict(items) == [learn.predict(p)[0] for p in items]
 
@@ -194,6 +195,8 @@ def test_server_killed_mid_fit_loses_nothing_and_sync_uploads_once(tmp_path, run
     took = time.time() - t0
     msgs = [str(x.message) for x in w if 'MLflow' in str(x.message)]
     assert len(msgs) == 1 and 'mlflow sync' in msgs[0], msgs
+    command = shlex.split(msgs[0].split('`')[1])  # the warning's own command names this server's store
+    assert command[:3] == ['fastrepro', '--tracking-uri', srv.uri] and learn.mlflow_run_id
     m = load_manifest(learn.repro_manifest)
     assert m['status'] == 'completed' and len(m['results']['epochs']) == 3
     assert took < 120, took  # bounded calls: no 4-minute retry loop
@@ -202,7 +205,7 @@ def test_server_killed_mid_fit_loses_nothing_and_sync_uploads_once(tmp_path, run
         client = MlflowClient(srv.uri)
         partial_run = client.get_run(learn.mlflow_run_id)
         assert partial_run.info.status == 'RUNNING' and 'fastrepro.logged' not in partial_run.data.tags
-        first = _cli('--tracking-uri', srv.uri, 'mlflow', 'sync', str(runs))
+        first = _cli(*command[1:])
         assert first.returncode == 0 and f"uploaded 1 run(s)" in first.stdout and m['run_id'] in first.stdout, first.stderr
         check_logged(srv.uri, runs, tmp_path)  # completed in place: epochs 1 and 2 added, epoch 0 not duplicated
         again = _cli('--tracking-uri', srv.uri, 'mlflow', 'sync', str(runs))
