@@ -50,7 +50,7 @@ def _add_sweep(sub):
 def _sweep_cmd(a) -> int:
     if a.sweep_command == 'show': load_sweep(a.dir).show(); return 0
     if a.sweep_command == 'compare': print(compare_sweeps(load_sweep(a.dir_a), load_sweep(a.dir_b), a.metric)); return 0
-    res = load_sweep(a.dir).check(load_manifest(resolve_run(a.run, a.runs)), a.metric, a.level)
+    res = load_sweep(a.dir).check(_load(a, a.run), a.metric, a.level)
     print(res)
     return 0 if res.inside else 1
 
@@ -63,9 +63,8 @@ def main(argv=None) -> int:
         print(f"fastrepro: error: {e}", file=sys.stderr); return 2
 
 # %% ../nbs/08_cli.ipynb #32545aef
-def resolve_run(run:str, runs=None) -> Path|str:
-    "The manifest file for `run`: a path, or a run id (or a unique part of one) in the runs folder; an MLflow run URI as it is."
-    if is_mlflow_uri(run): return run
+def resolve_run(run:str, runs=None) -> Path:
+    "The manifest file for `run`: a path, or a run id (or a unique part of one) in the runs folder."
     p = Path(run)
     if p.is_file(): return p
     if p.suffix == '.json' or len(p.parts) > 1: raise FileNotFoundError(f"no manifest at {run}")

@@ -78,6 +78,16 @@ def unreachable(uri:str, timeout:float=2.) -> str|None:
             return None if r.status == 200 else f"HTTP {r.status}"
     except Exception as e: return redact(f"{type(e).__name__}: {e}")
 
+# %% ../nbs/10_mlflow.ipynb #cfcfb4ec
+def _shown(uri:str) -> str:
+    "`uri` as messages show it: without `user:token@`, and redacted."
+    return redact(strip_credentials(uri))
+
+# %% ../nbs/10_mlflow.ipynb #8232a046
+def _require_server(uri:str):
+    "Raise ConnectionError, saying why, if the tracking server at `uri` does not answer."
+    if (why := unreachable(uri)) is not None: raise ConnectionError(f"the MLflow server at {_shown(uri)} does not answer: {why}")
+
 # %% ../nbs/10_mlflow.ipynb #46780459
 MANIFEST_ARTIFACT, EXPORT_ARTIFACT = 'fastrepro/manifest.json', 'fastrepro/export.pkl'
 MAX_VALUE, MAX_KEY, MAX_BATCH = 6000, 250, 100  # MLflow's param value and key lengths, and params or tags per batch
@@ -156,10 +166,13 @@ def dataset_input(m:dict) -> DatasetInput|None:
     tags = {'mlflow.data.context': 'training', 'fastrepro.data.sha256': items['sha256'], 'fastrepro.data.n_items': str(items.get('n'))}
     return DatasetInput(ds, [InputTag(k, v) for k, v in tags.items()])
 
+# %% ../nbs/10_mlflow.ipynb #06ae1df9
+def _experiment_name(name:str=None) -> str: return name or os.environ.get('MLFLOW_EXPERIMENT_NAME') or 'fastrepro'
+
 # %% ../nbs/10_mlflow.ipynb #a5a1a382
 def experiment_id(client:MlflowClient, uri:str, name:str=None) -> str:
     "The id of experiment `name` (default `$MLFLOW_EXPERIMENT_NAME`, else 'fastrepro'), created if missing."
-    name = name or os.environ.get('MLFLOW_EXPERIMENT_NAME') or 'fastrepro'
+    name = _experiment_name(name)
     exp = client.get_experiment_by_name(name)
     if exp is None:
         try: return client.create_experiment(name, artifact_location=_artifact_root(uri))
@@ -249,14 +262,14 @@ class MLflowReproCallback(Callback):
 @patch
 def _warn(self:MLflowReproCallback, what:str, why:str):
     self.live = None
-    warnings.warn(f"fastrepro could not {what} in MLflow at {redact(strip_credentials(self.uri))}: {redact(why)[:300]}. "
+    warnings.warn(f"fastrepro could not {what} in MLflow at {_shown(self.uri)}: {redact(why)[:300]}. "
                   f"The fit goes on and its manifest is written; `{self._sync_command()}` uploads it later.")
 
 # %% ../nbs/10_mlflow.ipynb #8a417d26
 @patch
 def _sync_command(self:MLflowReproCallback) -> str:
     "The shell command that uploads this callback's runs later, to the same store and experiment."
-    store = '' if self.uri == default_tracking_uri(self.runs) else f" --tracking-uri '{redact(strip_credentials(self.uri))}'"
+    store = '' if self.uri == default_tracking_uri(self.runs) else f" --tracking-uri '{_shown(self.uri)}'"
     exp = f" --experiment '{self.experiment}'" if self.experiment else ''
     return f"fastrepro{store}{exp} mlflow sync {self.runs}"
 
@@ -367,11 +380,11 @@ def fetch_manifest(run:str, # 'runs:/<run_id>' or 'mlflow:<run_id>'
     "The fastrepro manifest logged with MLflow run `run`. JSON only: nothing is executed or unpickled."
     if not is_mlflow_uri(run): raise ValueError(f"`run` must be 'runs:/<run_id>' or 'mlflow:<run_id>', got {run!r}")
     uri, rid = tracking_uri_for(tracking_uri), _run_id_of(run)
-    if (why := unreachable(uri)) is not None: raise ConnectionError(f"the MLflow server at {redact(strip_credentials(uri))} does not answer: {why}")
+    _require_server(uri)
     with http_limits():
         client = MlflowClient(uri)
         try: client.get_run(rid)
-        except MlflowException: raise LookupError(f"no MLflow run {rid!r} in {redact(strip_credentials(uri))}") from None
+        except MlflowException: raise LookupError(f"no MLflow run {rid!r} in {_shown(uri)}") from None
         return _download_manifest(client, rid)
 
 # %% ../nbs/10_mlflow.ipynb #1849db38
@@ -388,7 +401,7 @@ def fastrepro_runs(tracking_uri:str=None, experiment:str=None) -> list:
     uri = tracking_uri_for(tracking_uri)
     with http_limits():
         client = MlflowClient(uri)
-        exp = client.get_experiment_by_name(experiment or os.environ.get('MLFLOW_EXPERIMENT_NAME') or 'fastrepro')  # listing creates nothing
+        exp = client.get_experiment_by_name(_experiment_name(experiment))  # listing creates nothing
         runs = [r for r in _all_runs(client, exp.experiment_id) if 'fastrepro.run_id' in r.data.tags] if exp else []
     return sorted(runs, key=lambda r: r.info.start_time)
 
@@ -446,7 +459,7 @@ def sync(runs=None, # the runs folder; None: `$FASTREPRO_RUNS`, else `./runs`
     "Upload the finished runs of `runs` that MLflow does not have complete; return their fastrepro run ids."
     folder, uri = runs_dir(runs), tracking_uri_for(tracking_uri, runs)
     if not folder.is_dir(): raise NotADirectoryError(f"no runs folder at {folder}")
-    if (why := unreachable(uri)) is not None: raise ConnectionError(f"the MLflow server at {redact(strip_credentials(uri))} does not answer: {why}")
+    _require_server(uri)
     with http_limits():
         client = MlflowClient(uri); exp = experiment_id(client, uri, experiment)
         known = {r.data.tags['fastrepro.run_id']: r for r in _all_runs(client, exp) if 'fastrepro.run_id' in r.data.tags}
