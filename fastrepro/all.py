@@ -8,6 +8,7 @@ from .examples import *
 from .fingerprint import *
 from .manifest import *
 from .sweep import *
-from . import seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep
+from .resume import *
+from . import seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep, resume
 
-__all__ = [n for m in (seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep) for n in m.__all__]
+__all__ = [n for m in (seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep, resume) for n in m.__all__]

@@ -16,7 +16,7 @@ from .data import reseed_dls, set_epoch, release_dls, keyed_loader
 from .manifest import start_fit_manifest, end_fit_manifest
 
 # %% auto #0
-__all__ = ['REBUILD_MODES', 'ReproCallback', 'tell_manifest', 'canonical_state', 'rebuild_dls']
+__all__ = ['REBUILD_MODES', 'ReproCallback', 'tell_manifest', 'extend_manifest', 'canonical_state', 'rebuild_dls']
 
 # %% ../nbs/02_callback.ipynb #157046cc
 REBUILD_MODES = ('reseed', 'full')
@@ -80,6 +80,7 @@ def before_train(self:ReproCallback):
     if self.manifest:
         if self.learn.repro_record.warn_only: self.ops = NondeterministicOps().start()
         self.m = start_fit_manifest(self.learn, self.fit_seed, self.learn.repro_record.as_dict(), fit=self.n)
+        extend_manifest(self.learn, self.m)
         self.learn.repro_manifest = end_fit_manifest(self.learn, self.m, None, self.runs_dir)  # status `running`
         tell_manifest(self.learn, self.m, self.learn.repro_manifest)
 
@@ -105,6 +106,7 @@ def _leave(self:ReproCallback):
 def _end(self:ReproCallback, status, error=None):
     "Stop counting non-deterministic ops and write the fit's final manifest."
     m, ops, self.m, self.ops = self.m, self.ops, None, None
+    extend_manifest(self.learn, m)
     # warn-only counts what ran; strict mode would have raised at the first such op; with determinism off, nobody knows
     m['randomness']['nondeterministic_ops'] = ops.stop() if ops else ({} if self.learn.repro_record.deterministic_algorithms else None)
     self.learn.repro_manifest = end_fit_manifest(self.learn, m, status, self.runs_dir, error)
@@ -119,6 +121,12 @@ def tell_manifest(learn, m:dict, path):
         try: listener(cb, m, path)
         except Exception as e: warnings.warn(f"{type(cb).__name__}.after_manifest failed: {e!r}")
 
+# %% ../nbs/02_callback.ipynb #8f76ead5
+def extend_manifest(learn, m:dict):
+    "Call `before_manifest(m)` on each callback of `learn` that defines it, before a fit's manifest is first and last written."
+    for cb in learn.cbs:
+        if (f := getattr(type(cb), 'before_manifest', None)) is not None: f(cb, m)
+
 # %% ../nbs/02_callback.ipynb #2fccecf1
 @patch
 def _failed(self:ReproCallback, e:BaseException):
@@ -131,18 +139,21 @@ def _failed(self:ReproCallback, e:BaseException):
 # %% ../nbs/02_callback.ipynb #5826e8f5
 class _FailedFitGuard:
     "Stands in for `learn._with_events` during a fit: an exception escaping an epoch ends the fit's manifest, then propagates."
-    def __init__(self, cb:ReproCallback): self.cb = cb
-    def __call__(self, f, event_type, ex, final=noop):
+    def __init__(self, cb:ReproCallback): self.cb, self.outer = cb, cb.learn.__dict__.get('_with_events')
+    def _pass(self, *args):
         learn = self.cb.learn
-        if event_type != 'epoch': return type(learn)._with_events(learn, f, event_type, ex, final)
-        try: return type(learn)._with_events(learn, f, event_type, ex, final)
+        return self.outer(*args) if self.outer is not None else type(learn)._with_events(learn, *args)
+    def __call__(self, f, event_type, ex, final=noop):
+        if event_type != 'epoch': return self._pass(f, event_type, ex, final)
+        try: return self._pass(f, event_type, ex, final)
         except CancelFitException: raise  # fastai's own early stop: `after_cancel_fit` records it
         except BaseException as e: self.cb._failed(e); raise
 
 # %% ../nbs/02_callback.ipynb #bf5d16ff
 def _remove_guard(learn):
-    "Give `learn` back the class's `_with_events`."
-    learn.__dict__.pop('_with_events', None)
+    "Give `learn` back the `_with_events` the guard replaced."
+    guard = learn.__dict__.pop('_with_events', None)
+    if isinstance(guard, _FailedFitGuard) and guard.outer is not None: learn._with_events = guard.outer
 
 # %% ../nbs/02_callback.ipynb #340d83a6
 def canonical_state(learn):

@@ -141,12 +141,18 @@ def _results_lines(res):
         lines += [f'  {i:5d}  ' + '  '.join(f'{_fmt(v):>12}' for v in row) for i, row in enumerate(res['epochs'])]
     return lines + [f"  weights     {res.get('final_weights_sha256')}"]
 
+# %% ../nbs/08_cli.ipynb #4744ee12
+def _resumed_lines(m:dict) -> list:
+    "Where a run was resumed from (`fastrepro.resume`), one line per resume."
+    return [f"  resumed     at fit {r['fit']}, epoch {r['epoch']}, batch {r['batch']} from {r['path']} ({r['at'][:19]})"
+            for r in m.get('resumed_from') or []]
+
 # %% ../nbs/08_cli.ipynb #b8f2d5a1
 def show(m:dict) -> str:
     "A readable summary of manifest `m`."
     lines = [f"run {m['run_id']}  {m['status']}" + (f" ({m['error']})" if m.get('error') else ''),
              f"  started {m['started_at']}, {_fmt(m.get('duration_s'))} s",
-             *_layer_lines(m), *_results_lines(m['results'] or {})]
+             *_resumed_lines(m), *_layer_lines(m), *_results_lines(m['results'] or {})]
     lines += [f"  artifact    {a['path']} ({a['size']} bytes, sha256 {a['sha256'][:12]})" for a in m.get('artifacts') or []]
     return '\n'.join(lines)
 

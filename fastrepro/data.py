@@ -30,10 +30,11 @@ class StreamKeys:
     def __init__(self, seed:int, loader=0):
         self.seed, self.loader = check_seed(seed, caller='StreamKeys'), loader
         self.fit, self.epoch, self.batch, self.free_iter, self._held = None, 0, 0, None, None
+        self.skip, self.skipped = None, 0  # a resume's pending skip, (epoch, batches), and what this pass skipped
 
     @property
     def pinned(self): return self.fit is not None
-    def pin(self, fit, epoch=0): self.fit, self.epoch, self.batch, self._held = fit, epoch, 0, None
+    def pin(self, fit, epoch=0): self.fit, self.epoch, self.batch, self._held, self.skip = fit, epoch, 0, None, None
     def release(self): self.fit = None
 
     def __getstate__(self): return {k: v for k, v in vars(self).items() if k != '_held'}
@@ -52,9 +53,23 @@ def _k(self:StreamKeys, purpose, *parts):
 # %% ../nbs/01_data.ipynb #42429770
 @patch
 def start_iter(self:StreamKeys):
-    "A new pass: batches count from 0, and outside fits the pass takes the next free number."
-    self.batch = 0
+    "A new pass: batches count from 0 (or from a pending skip's end), and outside fits the pass takes the next free number."
+    self.skipped = self._take_skip()
+    self.batch = self.skipped
     if not self.pinned: self.free_iter = next(_FREE_ITERS)
+
+# %% ../nbs/01_data.ipynb #08097b5c
+@patch
+def skip_batches(self:StreamKeys, epoch:int, n:int):
+    "Make the next pinned pass at `epoch` start at batch `n`: its first `n` batches are never loaded."
+    self.skip = (epoch, n)
+@patch
+def _take_skip(self:StreamKeys) -> int:
+    "Batches this pass skips: the pending skip when it is for this pinned epoch (used once), else 0."
+    skip = getattr(self, 'skip', None)  # streams pickled by an older fastrepro have none
+    if skip is None or not self.pinned or skip[0] != self.epoch: return 0
+    self.skip = None
+    return skip[1]
 
 # %% ../nbs/01_data.ipynb #563a0a1c
 @patch
@@ -134,8 +149,9 @@ def get_idxs(self:KeyedStreams):
     self.seed_stream('shuffle', 'global')  # for the shuffles that bypass `dl.rng`
     try:
         if self.dl.shuffle: reset_orders(self.dl)
-        return self._get_idxs()
+        idxs = self._get_idxs()
     finally: self.give_back()
+    return idxs[self.skipped * (self.dl.bs or 1):] if self.skipped else idxs
 
 # %% ../nbs/01_data.ipynb #4d8ae8b1
 def reset_orders(dl):
@@ -186,7 +202,7 @@ def order(self:KeyedSampler) -> list:
     self.streams.seed_stream('shuffle', 'global')  # a sampler without a generator draws its seed from torch's
     try:
         for o in holders: o.generator = torch.Generator().manual_seed(self.streams._k('shuffle'))
-        return list(self.inner)
+        return list(self.inner)[self.streams.skipped:]  # a resume's skipped batches: never loaded
     finally:
         for o, g in zip(holders, saved): o.generator = g
         self.streams.give_back()

@@ -204,26 +204,29 @@ def _pid_alive(pid:int) -> bool:
 # %% ../nbs/07_manifest.ipynb #b7e05a1c
 def _orphaned(f:Path) -> bool:
     "Whether temp file `f` was left by a killed writer: a dead process on this host, or any writer an hour ago."
-    parts = f.name[len('.tmp-'):-len('.json.part')].split('-')
+    parts = f.name[len('.tmp-'):].split('-')  # host, pid, then mkstemp's random part and the suffix
     if len(parts) == 3 and parts[0] == _HOST and parts[1].isdigit(): return not _pid_alive(int(parts[1]))
     return time.time() - f.stat().st_mtime > _ORPHAN_AGE_S
 
 # %% ../nbs/07_manifest.ipynb #5f3a8c0e
 def remove_orphans(folder) -> int:
-    "Delete the temp files that killed writers left in the runs `folder`; return how many."
+    "Delete the temp files that killed writers left in `folder` (manifests', checkpoints'); return how many."
     n = 0
-    for f in Path(folder).glob('.tmp-*.json.part'):
+    for f in Path(folder).glob('.tmp-*.part'):
         try:
             if _orphaned(f): f.unlink(); n += 1
         except FileNotFoundError: pass  # its writer finished, or another cleaner got there first
     return n
 
 # %% ../nbs/07_manifest.ipynb #c2b8d4f7
-def _atomic_write(text:str, dest:Path):
-    "Write `text` to `dest` through a hidden temp file in its folder, fsynced, then renamed into place."
-    fd, tmp = tempfile.mkstemp(prefix=f'.tmp-{_HOST}-{os.getpid()}-', suffix='.json.part', dir=dest.parent)
+def _atomic_write(data, dest:Path, suffix:str='.json.part'):
+    "Write `data` (text, bytes, or a function that writes a binary file) to `dest` through a hidden temp file in its folder, fsynced, then renamed into place."
+    fd, tmp = tempfile.mkstemp(prefix=f'.tmp-{_HOST}-{os.getpid()}-', suffix=suffix, dir=dest.parent)
     try:
-        with os.fdopen(fd, 'w') as f: f.write(text); f.flush(); os.fsync(f.fileno())
+        with os.fdopen(fd, 'wb') as f:
+            if callable(data): data(f)
+            else: f.write(data.encode() if isinstance(data, str) else data)
+            f.flush(); os.fsync(f.fileno())
         os.replace(tmp, dest)
     except BaseException:
         if os.path.exists(tmp): os.unlink(tmp)
@@ -280,7 +283,7 @@ def load_manifest(path) -> dict:
 # %% ../nbs/07_manifest.ipynb #1aff3426
 # `cublas_action` says what set_seed did (set or kept); what is in force is `cublas_workspace_config`, which is compared.
 NO_EFFECT = ('run_id', 'started_at', 'ended_at', 'duration_s', 'code.script', 'artifacts', 'randomness.set_seed.cublas_action',
-             'hardware.hostname', 'data.source')
+             'hardware.hostname', 'data.source', 'resumed_from')
 
 # %% ../nbs/07_manifest.ipynb #6e8a0d4b
 def _flatten(o, prefix=''):

@@ -23,6 +23,8 @@ def test_doc_links_become_relative_pages():
     md = '[`key`](https://fastrepro.github.io/fastrepro/seed.html#key) and [fastai](https://docs.fast.ai/x.html)'
     assert docs.local_links(md, 'https://fastrepro.github.io/fastrepro/') == \
         '[`key`](seed.md#key) and [fastai](https://docs.fast.ai/x.html)'
+    assert docs.local_links('[`StreamKeys.skip_batches`](https://fastrepro.github.io/fastrepro/data.html#streamkeys.skip_batches)',
+                            'https://fastrepro.github.io/fastrepro/') == '[`StreamKeys.skip_batches`](data.md#streamkeysskip_batches)'
 
 def test_directives_hide_code_and_render_asis():
     nb = nbformat.v4.new_notebook(cells=[

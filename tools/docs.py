@@ -49,8 +49,10 @@ def callouts(md:str) -> str:
     return _CALLOUT.sub(admonition, md)
 
 def local_links(md:str, doc_url:str) -> str:
-    "nbdev links pages by their absolute URL (`.../callback.html#reprocallback`); on this site they are relative `.md` links."
-    return re.sub(re.escape(doc_url.rstrip('/') + '/') + r'([\w.-]+)\.html', r'\1.md', md)
+    """nbdev links pages by their absolute URL (`.../callback.html#reprocallback`); on this site they are relative `.md` links,
+    and a method's anchor (`#streamkeys.skip_batches`) is mkdocs' slug of its heading, without the dot."""
+    pat = re.escape(doc_url.rstrip('/') + '/') + r'([\w.-]+)\.html(#[\w.-]+)?'
+    return re.sub(pat, lambda m: f"{m.group(1)}.md" + (m.group(2) or '').replace('.', ''), md)
 
 def quarto_to_mkdocs(md:str, doc_url:str) -> str:
     "Markdown from nbdev's processing, as mkdocs-material reads it. `{target=...}` link attributes need `attr_list`."
