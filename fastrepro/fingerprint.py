@@ -188,11 +188,15 @@ def fingerprint_dls(dls, cache=True) -> dict:
                 splits=fps, vocab_sha256=hashlib.sha256(repr(list(vocab)).encode()).hexdigest() if vocab is not None else None)
 
 # %% ../nbs/06_fingerprint.ipynb #803450e3
+def _tensor_bytes(t) -> bytes:
+    "A tensor's raw bytes, on the CPU, in C order; via uint8, since numpy has no bfloat16."
+    return t.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes()
+
 def hash_state_dict(sd:dict) -> str:
     "sha256 over every tensor of the state dict `sd`: names, dtypes, shapes and bytes, in sorted-key order."
     h = hashlib.sha256()
     for k in sorted(sd):
-        t = sd[k].detach().cpu().contiguous()
+        t = sd[k]
         h.update(f"{k}\0{t.dtype}\0{tuple(t.shape)}\n".encode())
-        h.update(t.view(-1).view(torch.uint8).numpy().tobytes())  # via uint8: numpy has no bfloat16
+        h.update(_tensor_bytes(t))
     return h.hexdigest()

@@ -23,8 +23,9 @@ from . import __version__
 from .seed import KEY_SCHEME, rng_states, active_purpose_seeds
 from .data import release_dls
 from .callback import ReproCallback
-from .fingerprint import fingerprint_dls, hash_file
-from .manifest import _atomic_write, _fsync_dir, remove_orphans, write_manifest, load_manifest, file_artifact
+from .fingerprint import hash_file
+from .verify import FreshRunError, _bits_equal
+from .manifest import _atomic_write, _fsync_dir, _data_fingerprint, remove_orphans, write_manifest, load_manifest, file_artifact
 
 # %% auto #0
 __all__ = ['CHECKPOINT_FORMAT', 'CHECKPOINT_VERSION', 'CALLBACK_STATE', 'OMITTABLE', 'to_plain', 'encode_args', 'decode_args',
@@ -389,10 +390,7 @@ def _arch_diff(a:list, b:list) -> str|None:
 # %% ../nbs/11_resume.ipynb #d9e15bd8
 def _data_diff(learn, state:dict) -> str|None:
     "How the learner's data differ from the checkpoint's: items, splits, or batches per epoch; None if they do not."
-    try: data = _data_id(fingerprint_dls(learn.dls))
-    except Exception as e:  # loaders without items to hash: nothing to compare if the checkpoint's had none either
-        if state['data']['items'] is None: return None
-        data = dict(items=f"unknown ({e})", splits={})
+    data = _data_id(_data_fingerprint(learn))  # as the manifest takes it: loaders without items give None on both sides
     if data != state['data']:
         return f"data: the checkpoint's items have fingerprint {str(state['data']['items'])[:12]}, the learner's {str(data['items'])[:12]}"
     if len(learn.dls.train) != state['n_batches']:
@@ -619,7 +617,7 @@ def _run_child(make_learner, fit, folder:Path, tag:str, timeout=None, **opts) ->
     env = {**os.environ, 'FASTREPRO_RUNS': str(folder/'runs'), 'FASTREPRO_MLFLOW': 'off'}
     res = subprocess.run([sys.executable, '-c', _CHILD, str(pin), str(pout)], capture_output=True, text=True, timeout=timeout, cwd=os.getcwd(), env=env)
     if res.returncode == -signal.SIGKILL and opts.get('kill_at') is not None: return None
-    if res.returncode != 0: raise RuntimeError(f"the {tag} run failed (exit {res.returncode}):\n{res.stderr[-3000:]}")
+    if res.returncode != 0: raise FreshRunError(res.returncode, res.stderr, tag)
     if opts.get('kill_at') is not None: raise RuntimeError(f"the {tag} run ended before its checkpoint number {opts['kill_at']}: cut earlier")
     return dict(torch.load(pout, weights_only=True), manifests=_fit_manifests(folder/'runs'))
 
@@ -640,10 +638,9 @@ def _flat(o, prefix=''):
 
 # %% ../nbs/11_resume.ipynb #a49b6f32
 def _same(a, b) -> bool:
-    "Bitwise equality: tensors by dtype, shape and bytes; floats by their bits (so NaN equals NaN)."
+    "Bitwise equality: tensors by dtype, shape and bytes; floats by their bits (so NaN equals NaN, and 0.0 is not -0.0)."
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape
-                and a.contiguous().view(-1).view(torch.uint8).numpy().tobytes() == b.contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and _bits_equal(a, b)
     if isinstance(a, float) and isinstance(b, float): return np.float64(a).tobytes() == np.float64(b).tobytes()
     return type(a) == type(b) and a == b
 

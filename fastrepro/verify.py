@@ -17,6 +17,7 @@ from fastai.callback.schedule import LRFinder
 from fastai.data.load import DataLoader
 from .seed import strict_hint, purpose_seeds
 from .manifest import runs_dir, write_manifest, diff_manifests
+from .fingerprint import _tensor_bytes
 
 # %% auto #0
 __all__ = ['CHECKS', 'ENV_LAYERS', 'RunRecorder', 'history_cells', 'run_once', 'fresh_payload', 'FreshRunError', 'run_fresh',
@@ -123,7 +124,7 @@ def run_fresh(payload:bytes, # from `fresh_payload`
     return dict(r, manifests=[json.loads(t) for t in r['manifests']])
 
 # %% ../nbs/04_verify.ipynb #57fb04f4
-def _bits_equal(a, b): return a.shape == b.shape and a.dtype == b.dtype and bytes(a.numpy().data) == bytes(b.numpy().data)
+def _bits_equal(a, b): return a.shape == b.shape and a.dtype == b.dtype and _tensor_bytes(a) == _tensor_bytes(b)
 def _abs_diff(a, b):
     if a.shape != b.shape: return math.inf
     return (a.double() - b.double()).abs().max().item() if a.numel() else 0.
