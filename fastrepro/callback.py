@@ -7,6 +7,7 @@ Docs: https://fastrepro.github.io/fastrepro/callback.html.md"""
 # %% ../nbs/02_callback.ipynb #eb3f07d3
 from __future__ import annotations
 import warnings
+import torch
 from fastcore.basics import noop, patch
 from fastai.callback.core import Callback, TrainEvalCallback, CancelFitException
 from fastai.callback.schedule import LRFinder
@@ -34,7 +35,7 @@ class ReproCallback(Callback):
         if rebuild not in REBUILD_MODES: raise ValueError(f"`rebuild` must be one of {REBUILD_MODES}, got {rebuild!r}")
         if deterministic is not None: check_deterministic(deterministic)
         self.seed, self.rebuild, self.deterministic, self.manifest, self.runs_dir = seed, rebuild, deterministic, manifest, runs_dir
-        self.active, self.m, self.ops = False, None, None
+        self.active, self.m, self.ops, self.group = False, None, None, None
 
 # %% ../nbs/02_callback.ipynb #a3516619
 @patch
@@ -52,13 +53,24 @@ def before_fit(self:ReproCallback):
     self.kind = 'lr_find' if any(isinstance(cb, LRFinder) for cb in self.learn.cbs) else 'eval' if self.learn.lock.locked() else 'fit'
     if self.kind == 'eval':  # validate, get_preds: free passes, and nothing reseeded
         reseed_dls(self.dls, self.fit_seed, fit=None)
+        self._join(None)
         return
     if self.kind == 'fit' and self.rebuild == 'full': rebuild_dls(self.learn, self.fit_seed)
     canonical_state(self.learn)
     fit = f'lr_find:{self.n}' if self.kind == 'lr_find' else self.n
     self.learn.repro_record = set_seed(key(self.fit_seed, 'fit', fit), reproducible=True, deterministic=self._resolve('deterministic', 'warn'))
     reseed_dls(self.dls, self.fit_seed, fit)
+    self._join(fit)
     self.learn._with_events = _FailedFitGuard(self)
+
+# %% ../nbs/02_callback.ipynb #bf57f238
+@patch
+def _join(self:ReproCallback, fit):
+    "One process of several: check that the ranks agree before fit `fit` (None: an evaluation pass), and shard by rank."
+    if (group := _rank_group()) is None: return
+    self.group = group
+    try: group.before_fit(self.learn, self.fit_seed, fit, self.kind)
+    except BaseException: self._leave(); raise
 
 # %% ../nbs/02_callback.ipynb #30fe591b
 @patch
@@ -77,10 +89,10 @@ def before_validate(self:ReproCallback):
 def before_train(self:ReproCallback):
     if not self.active or self.kind != 'fit' or self.counted: return
     self.learn.repro_fits, self.counted = self.n + 1, True
-    if self.manifest:
+    if self.manifest and (self.group is None or self.group.rank == 0):  # one manifest per run: rank 0's
         if self.learn.repro_record.warn_only: self.ops = NondeterministicOps().start()
         self.m = start_fit_manifest(self.learn, self.fit_seed, self.learn.repro_record.as_dict(), fit=self.n)
-        extend_manifest(self.learn, self.m)
+        self._extend(self.m)
         self.learn.repro_manifest = end_fit_manifest(self.learn, self.m, None, self.runs_dir)  # status `running`
         tell_manifest(self.learn, self.m, self.learn.repro_manifest)
 
@@ -91,6 +103,7 @@ def after_cancel_fit(self:ReproCallback): self.cancelled = True
 def after_fit(self:ReproCallback):
     if not self.active: return
     _remove_guard(self.learn)
+    if self.group is not None and self.kind != 'eval': self.group.after_fit(self.learn)  # on every rank: a collective
     if self.m is not None: self._end('cancelled' if self.cancelled else 'completed')
     self._leave()
 
@@ -99,6 +112,7 @@ def after_fit(self:ReproCallback):
 def _leave(self:ReproCallback):
     "Free the loaders, and give the generators back unless this was a counted fit."
     release_dls(self.dls)
+    if self.group is not None: self.group.leave(self.learn); self.group = None
     if not self.counted: set_rng_states(self.rng)
 
 # %% ../nbs/02_callback.ipynb #494fd173
@@ -106,11 +120,18 @@ def _leave(self:ReproCallback):
 def _end(self:ReproCallback, status, error=None):
     "Stop counting non-deterministic ops and write the fit's final manifest."
     m, ops, self.m, self.ops = self.m, self.ops, None, None
-    extend_manifest(self.learn, m)
+    self._extend(m)
     # warn-only counts what ran; strict mode would have raised at the first such op; with determinism off, nobody knows
     m['randomness']['nondeterministic_ops'] = ops.stop() if ops else ({} if self.learn.repro_record.deterministic_algorithms else None)
     self.learn.repro_manifest = end_fit_manifest(self.learn, m, status, self.runs_dir, error)
     tell_manifest(self.learn, m, self.learn.repro_manifest)
+
+# %% ../nbs/02_callback.ipynb #1b397a63
+@patch
+def _extend(self:ReproCallback, m:dict):
+    "What the fit's callbacks add to manifest `m` (`before_manifest`), and in a distributed fit, every rank's host, device and weights."
+    extend_manifest(self.learn, m)
+    if self.group is not None: self.group.describe(m)
 
 # %% ../nbs/02_callback.ipynb #e1d89904
 def tell_manifest(learn, m:dict, path):
@@ -154,6 +175,14 @@ def _remove_guard(learn):
     "Give `learn` back the `_with_events` the guard replaced."
     guard = learn.__dict__.pop('_with_events', None)
     if isinstance(guard, _FailedFitGuard) and guard.outer is not None: learn._with_events = guard.outer
+
+# %% ../nbs/02_callback.ipynb #a358c54a
+def _rank_group():
+    "A `fastrepro.distributed.RankGroup` when this process trains in a process group of 2 or more; else None."
+    d = torch.distributed
+    if not (d.is_available() and d.is_initialized()) or d.get_world_size() < 2: return None
+    from fastrepro.distributed import RankGroup  # only here: `fastai.distributed` needs Accelerate
+    return RankGroup(d.get_rank(), d.get_world_size())
 
 # %% ../nbs/02_callback.ipynb #340d83a6
 def canonical_state(learn):

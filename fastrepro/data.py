@@ -31,6 +31,7 @@ class StreamKeys:
         self.seed, self.loader = check_seed(seed, caller='StreamKeys'), loader
         self.fit, self.epoch, self.batch, self.free_iter, self._held = None, 0, 0, None, None
         self.skip, self.skipped = None, 0  # a resume's pending skip, (epoch, batches), and what this pass skipped
+        self.rank = None  # set for a pass a distributed loader makes on one rank (fastrepro.distributed)
 
     @property
     def pinned(self): return self.fit is not None
@@ -54,7 +55,7 @@ def _k(self:StreamKeys, purpose, *parts):
 @patch
 def start_iter(self:StreamKeys):
     "A new pass: batches count from 0 (or from a pending skip's end), and outside fits the pass takes the next free number."
-    self.skipped = self._take_skip()
+    self.skipped, self.rank = self._take_skip(), None
     self.batch = self.skipped
     if not self.pinned: self.free_iter = next(_FREE_ITERS)
 
@@ -82,7 +83,10 @@ def seed_key(self:StreamKeys, k:int, hold:bool):
 @patch
 def seed_stream(self:StreamKeys, purpose, *parts): self.seed_key(self._k(purpose, *parts), hold=not self.pinned)
 @patch
-def next_batch(self:StreamKeys): self.seed_stream('batch', self.batch); self.batch += 1
+def next_batch(self:StreamKeys):
+    "Seed the next batch's stream: keyed by its number in the pass and, on one rank of many, by the rank."
+    self.seed_stream('batch', self.batch, *(() if getattr(self, 'rank', None) is None else ('rank', self.rank)))
+    self.batch += 1
 
 # %% ../nbs/01_data.ipynb #cf5d0be7
 @patch
@@ -278,10 +282,17 @@ def release_dls(dls):
     "Free the streams of every loader of `dls`: each later pass outside a fit gets its own keys."
     for ks in _streams(dls): ks.release()
 
+# %% ../nbs/01_data.ipynb #3c39b00a
+def _unwrap_loader(dl):
+    "The loader a distributed loader wraps (fastai's `DistributedDL` keeps it as `dl.dl`); else `dl`."
+    inner = getattr(dl, 'dl', None)
+    return inner if isinstance(inner, DataLoader) else dl
+
 # %% ../nbs/01_data.ipynb #afaf25f8
 def loader_keying(dls) -> list:
     "What fastrepro keys in each loader of `dls`, for the manifest."
     def one(i, dl):
+        dl = _unwrap_loader(dl)
         ks = getattr(dl, 'repro_streams', None)
         unkeyed = ['order', 'items', 'batches'] if ks is None else [] if getattr(ks, 'items_keyed', True) else ['items']
         return dict(loader=i, type=_describe(dl), keyed=not unkeyed, unkeyed=unkeyed)

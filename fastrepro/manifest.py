@@ -14,10 +14,11 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'SCHEMA_VERSION', 'LAYERS', 'REQUIRED', 'STATUSES', 'NO_EFFECT',
-           'installed_packages', 'torch_stack', 'environment', 'hardware', 'redact', 'env_vars', 'strip_credentials',
-           'script_path', 'code_info', 'new_run_id', 'new_manifest', 'finish_manifest', 'runs_dir', 'remove_orphans',
-           'write_manifest', 'ManifestError', 'is_mlflow_uri', 'load_manifest', 'ManifestDiff', 'diff_manifests',
-           'fit_calls', 'hyperparameters', 'file_artifact', 'record_artifact', 'start_fit_manifest', 'end_fit_manifest']
+           'installed_packages', 'torch_stack', 'environment', 'launcher', 'topology', 'hardware', 'redact', 'env_vars',
+           'strip_credentials', 'script_path', 'code_info', 'new_run_id', 'new_manifest', 'finish_manifest', 'runs_dir',
+           'remove_orphans', 'write_manifest', 'ManifestError', 'is_mlflow_uri', 'load_manifest', 'ManifestDiff',
+           'diff_manifests', 'fit_calls', 'unwrap_model', 'hyperparameters', 'file_artifact', 'record_artifact',
+           'start_fit_manifest', 'end_fit_manifest']
 
 # %% ../nbs/07_manifest.ipynb #3b1e7c20
 import numpy as np
@@ -25,7 +26,7 @@ import torch
 from fastcore.basics import patch
 from .seed import KEY_SCHEME, active_purpose_seeds
 from .fingerprint import fingerprint_dls, hash_file, hash_state_dict
-from .data import loader_keying
+from .data import loader_keying, _unwrap_loader
 
 # %% ../nbs/07_manifest.ipynb #b5430d8b
 _PACKAGES = {}
@@ -67,9 +68,24 @@ def _ram_bytes():
     try: return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
     except (ValueError, OSError, AttributeError): return None
 
+# %% ../nbs/07_manifest.ipynb #467cf501
+def launcher(environ=None) -> str|None:
+    "What started this process: 'accelerate', 'torchrun', 'env' (another launcher that set `WORLD_SIZE`) or None."
+    env = os.environ if environ is None else environ
+    if 'ACCELERATE_MIXED_PRECISION' in env: return 'accelerate'
+    if 'TORCHELASTIC_RUN_ID' in env: return 'torchrun'
+    return 'env' if 'WORLD_SIZE' in env else None
+
+# %% ../nbs/07_manifest.ipynb #ad207ed7
+def topology() -> dict:
+    "The processes training together: world size, the `torch.distributed` backend (None outside a process group) and `launcher`."
+    d = torch.distributed
+    grouped = d.is_available() and d.is_initialized()
+    return dict(world_size=d.get_world_size() if grouped else 1, backend=d.get_backend() if grouped else None, launcher=launcher())
+
 # %% ../nbs/07_manifest.ipynb #2f8e61b4
 def hardware() -> dict:
-    "Host name, CPU model and count, RAM, and each GPU's name, memory and driver (`gpus` is None without CUDA)."
+    "Host name, CPU model and count, RAM, each GPU's name, memory and driver (`gpus` is None without CUDA), and the `topology`."
     gpus = None
     if torch.cuda.is_available():
         gpus = [dict(name=torch.cuda.get_device_name(i), memory_bytes=torch.cuda.get_device_properties(i).total_memory,
@@ -81,13 +97,14 @@ def hardware() -> dict:
         except Exception: driver = None
         for g in gpus: g['driver'] = driver
     return dict(hostname=platform.node(), machine=platform.machine(), cpu_model=_cpu_model(), cpu_count=os.cpu_count(),
-                ram_bytes=_ram_bytes(), gpus=gpus)
+                ram_bytes=_ram_bytes(), gpus=gpus, topology=topology())
 
 # %% ../nbs/07_manifest.ipynb #b241a35b
 ENV_ALLOW = ('CUBLAS_WORKSPACE_CONFIG', 'PYTHONHASHSEED', 'OMP_NUM_THREADS', 'CUDA_VISIBLE_DEVICES', 'CUDA_LAUNCH_BLOCKING',
              'NVIDIA_TF32_OVERRIDE', 'TORCH_ALLOW_TF32_CUBLAS_OVERRIDE', 'OPENBLAS_CORETYPE', 'OPENBLAS_NUM_THREADS',
-             'NUMEXPR_NUM_THREADS', 'KMP_AFFINITY', 'WORLD_SIZE', 'RANK', 'LOCAL_RANK')
-ENV_ALLOW_PREFIXES = ('MKL_', 'NCCL_', 'CUDNN_', 'TORCH_CUDNN_')
+             'NUMEXPR_NUM_THREADS', 'KMP_AFFINITY', 'WORLD_SIZE', 'RANK', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE',
+             'MASTER_ADDR', 'MASTER_PORT')
+ENV_ALLOW_PREFIXES = ('MKL_', 'NCCL_', 'CUDNN_', 'TORCH_CUDNN_', 'GLOO_', 'ACCELERATE_', 'TORCH_DISTRIBUTED_')
 
 # %% ../nbs/07_manifest.ipynb #4a7d0e15
 _SECRET_NAME = re.compile(r'TOKEN|SECRET|PASSW|KEY|CREDENTIAL|AUTH|SESSION|COOKIE', re.I)
@@ -283,7 +300,7 @@ def load_manifest(path) -> dict:
 # %% ../nbs/07_manifest.ipynb #1aff3426
 # `cublas_action` says what set_seed did (set or kept); what is in force is `cublas_workspace_config`, which is compared.
 NO_EFFECT = ('run_id', 'started_at', 'ended_at', 'duration_s', 'code.script', 'artifacts', 'randomness.set_seed.cublas_action',
-             'hardware.hostname', 'data.source', 'resumed_from')
+             'hardware.hostname', 'hardware.topology.hosts', 'env_vars.MASTER_ADDR', 'env_vars.MASTER_PORT', 'data.source', 'resumed_from')
 
 # %% ../nbs/07_manifest.ipynb #6e8a0d4b
 def _flatten(o, prefix=''):
@@ -363,20 +380,25 @@ def _batching(dl) -> dict:
     return dict(bs=getattr(dl, 'bs', getattr(dl, 'batch_size', None)),
                 num_workers=fake.num_workers if fake is not None else getattr(dl, 'num_workers', None))
 
+# %% ../nbs/07_manifest.ipynb #b7182d73
+def unwrap_model(model):
+    "The model inside a `DistributedDataParallel` or `DataParallel` wrapper (which prefixes every weight's name with `module.`)."
+    return model.module if isinstance(model, (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)) else model
+
 # %% ../nbs/07_manifest.ipynb #1d6a8f4e
 def hyperparameters(learn) -> dict:
     "What the fit was asked to do: the calls and the schedule they made, epochs, lr, wd, optimizer, loss, batches, transforms, model, callbacks."
     from fastai.callback.schedule import ParamScheduler
     sched = next((cb for cb in learn.cbs if isinstance(cb, ParamScheduler)), None)
     hypers = learn.opt.hypers[-1] if learn.opt is not None else {}
-    dl, calls = learn.dls.train, fit_calls(learn)
+    dl, calls, model = _unwrap_loader(learn.dls.train), fit_calls(learn), unwrap_model(learn.model)
     return dict(method=next(iter(calls), 'fit'), calls=calls, epochs=learn.n_epoch,
                 schedule={k: [np.asarray(f(p)).tolist() for p in (0., .25, .5, .75, 1.)] for k, f in sched.scheds.items()} if sched else None,
                 lr=hypers.get('lr'), wd=hypers.get('wd'), hypers={k: float(v) for k, v in hypers.items() if isinstance(v, (int, float))},
                 optimizer=_name(learn.opt_func), loss=repr(learn.loss_func), **_batching(dl),
                 item_tfms=repr(getattr(dl, 'after_item', None)), batch_tfms=repr(getattr(dl, 'after_batch', None)),
-                model=type(learn.model).__name__, n_params=sum(p.numel() for p in learn.model.parameters()),
-                init_weights_sha256=hash_state_dict(learn.model.state_dict()),
+                model=type(model).__name__, n_params=sum(p.numel() for p in model.parameters()),
+                init_weights_sha256=hash_state_dict(model.state_dict()),
                 callbacks=[type(cb).__name__ for cb in learn.cbs.sorted('order')])
 
 # %% ../nbs/07_manifest.ipynb #1220da40
@@ -447,8 +469,8 @@ def end_fit_manifest(learn, m:dict, status:str=None, runs=None, error=None) -> P
     rec = getattr(learn, 'recorder', None)  # None with `default_cbs=False`: then nothing recorded the metrics
     names = list(rec.metric_names[1:-1]) if rec is not None else None
     epochs = [[float(v) if v is not None else None for v in vals] for vals in rec.values] if rec is not None else None
-    m['results'] = dict(metric_names=names, epochs=epochs, final=dict(zip(names, epochs[-1])) if epochs else {},
-                        final_weights_sha256=hash_state_dict(learn.model.state_dict()) if status else None)
+    m['results'] = dict(m.get('results') or {}, metric_names=names, epochs=epochs, final=dict(zip(names, epochs[-1])) if epochs else {},
+                        final_weights_sha256=hash_state_dict(unwrap_model(learn.model).state_dict()) if status else None)
     if status:
         m['artifacts'] = _merge_artifacts(m['artifacts'], _saved_models(learn, m['started_at']))
         finish_manifest(m, status, error)

@@ -376,7 +376,16 @@ def _input_notes(sweep, m) -> list:
     ref = sweep.reference_manifest()
     if ref is None: return ['the sweep has no manifests, so its inputs could not be compared with the run\'s']
     diff = [d for d in diff_manifests(ref, m) if d[4] and d[0] in ('data', 'code')]
-    return _warn_inputs(diff) if diff else _bits_note(sweep, m)
+    return _warn_inputs(diff) if diff else (_topology_note(ref, m) or _bits_note(sweep, m))
+
+# %% ../nbs/09_sweep.ipynb #a4c88354
+def _processes(m): return ((m.get('hardware') or {}).get('topology') or {}).get('world_size', 1)
+
+def _topology_note(ref, m) -> list:
+    "A run trained on another number of processes than the sweep: its bits cannot match the sweep's, only its statistics."
+    n, k = _processes(m), _processes(ref)
+    if n == k: return []
+    return [f"the run trained on {n} process{'es' * (n > 1)} and the sweep on {k}: bitwise identity is not expected, only a value inside the band"]
 
 # %% ../nbs/09_sweep.ipynb #3be8916d
 def _warn_inputs(diff) -> list:

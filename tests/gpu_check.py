@@ -4,7 +4,9 @@
   weights with deterministic='warn' and with deterministic=True;
 - CUBLAS_WORKSPACE_CONFIG: set to ':4096:8' when unset and CUDA is not yet initialised, kept when valid, and a warning
   ('set-late') when CUDA was initialised first;
-- the time of deterministic mode against deterministic=False.
+- the time of deterministic mode against deterministic=False;
+- with 2 or more GPUs: two `torchrun --nproc_per_node=2` launches of tests/dist_job.py with `learn.distrib_ctx()` (NCCL,
+  SyncBatchNorm), NCCL_ALGO=Ring and NCCL_PROTO=Simple, must give bitwise-equal weights, equal on both ranks.
 Prints one line per figure and exits non-zero if a check fails.
 """
 import hashlib, json, os, subprocess, sys, time, warnings
@@ -45,6 +47,24 @@ def cublas_late():
         warnings.simplefilter('always'); rec = set_seed(1, deterministic='warn')
     return rec.cublas_action, any('already initialised' in str(x.message) for x in w)
 
+def multi_gpu():
+    "Two 2-GPU launches (NCCL, deterministic algorithms and protocol) must agree bitwise, and so must their ranks."
+    import tempfile
+    from pathlib import Path
+    job, d = Path(__file__).with_name('dist_job.py'), Path(tempfile.mkdtemp())
+    env = {**os.environ, 'NCCL_ALGO': 'Ring', 'NCCL_PROTO': 'Simple', 'FASTREPRO_RUNS': str(d/'runs')}
+    res = []
+    for name in ('a', 'b'):
+        t = time.perf_counter()
+        p = subprocess.run([str(Path(sys.executable).with_name('torchrun')), '--standalone', '--nproc_per_node=2', str(job),
+                            str(d/name), '--gpu', '--workers', '2'], capture_output=True, text=True, env=env, timeout=600)
+        ranks = [json.loads((d/f'{name}.rank{r}.json').read_text()) for r in (0, 1) if (d/f'{name}.rank{r}.json').exists()]
+        if p.returncode or len(ranks) < 2: print(f"multi-GPU launch failed:\n{p.stderr[-3000:]}\n{ranks}"); return False
+        res.append(ranks); print(f"multi-GPU launch {name}: {time.perf_counter() - t:.1f}s, weights {[r['weights'][:12] for r in ranks]}")
+    same = res[0][0]['weights'] == res[1][0]['weights'] and all(r[0]['weights'] == r[1]['weights'] for r in res)
+    print(f"multi-GPU (2 ranks, NCCL): identical across launches and ranks={same}")
+    return same
+
 def main(epochs=3):
     import torch
     if not torch.cuda.is_available(): print("no CUDA device: nothing to check"); return 0
@@ -67,6 +87,8 @@ def main(epochs=3):
     action, warned = cublas_late()
     print(f"CUBLAS set after CUDA init: action={action} warned={warned}")
     ok &= action == 'set-late' and warned
+    if torch.cuda.device_count() >= 2: ok &= multi_gpu()
+    else: print("multi-GPU: fewer than 2 GPUs, not checked")
     print('GPU CHECK PASSED' if ok else 'GPU CHECK FAILED')
     return 0 if ok else 1
 

@@ -1,4 +1,4 @@
-"""MLflow is an optional extra: without it the core imports and works, and what needs it says how to install it."""
+"""MLflow and Accelerate are optional extras: without them the core imports and works, and what needs them says how to install them."""
 import subprocess, sys, textwrap
 
 def test_the_core_works_without_mlflow():
@@ -20,3 +20,20 @@ def test_the_core_works_without_mlflow():
     assert 'cli exit 2' in r.stdout and hint in r.stderr
     assert 'fastrepro.mlflow' not in subprocess.run([sys.executable, '-c', 'import fastrepro.all, sys; print(sorted(sys.modules))'],
                                                     capture_output=True, text=True, timeout=300).stdout
+
+def test_the_core_works_without_accelerate():
+    "A single-process fit never imports fastrepro.distributed (nor fastai.distributed, which needs Accelerate)."
+    code = textwrap.dedent('''
+        import sys; sys.modules['accelerate'] = None
+        from fastai.test_utils import synth_learner
+        from fastrepro.all import ReproCallback
+        learn = synth_learner(cbs=ReproCallback(seed=1, manifest=False))
+        learn.fit(1)
+        print('imported', sorted(m for m in sys.modules if m.endswith('.distributed') and m.startswith('fast')))
+        try: import fastrepro.distributed
+        except ImportError as e: print('module:', e)
+    ''')
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert 'imported []' in r.stdout
+    assert "module: fastrepro.distributed needs Accelerate, on which fastai's distrib_ctx runs: pip install 'fastrepro[distributed]'" in r.stdout

@@ -149,9 +149,9 @@ def build(n_workers=2) -> Path:
 # ---------------------------------------------------------------- the browser check
 
 def public_names():
-    "Every name `from fastrepro.all import *` gives, and the optional `fastrepro.mlflow`'s: (functions and classes, constants)."
-    import fastrepro.all as fa, fastrepro.mlflow as fm
-    objs = {n: getattr(m, n) for m in (fa, fm) for n in m.__all__}
+    "Every name `from fastrepro.all import *` gives, and the optional `fastrepro.mlflow`'s and `fastrepro.distributed`'s: (functions and classes, constants)."
+    import fastrepro.all as fa, fastrepro.mlflow as fm, fastrepro.distributed as fd
+    objs = {n: getattr(m, n) for m in (fa, fm, fd) for n in m.__all__}
     return sorted(n for n, o in objs.items() if callable(o)), sorted(n for n, o in objs.items() if not callable(o))
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
