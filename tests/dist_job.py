@@ -1,6 +1,7 @@
 """One training job for tests/test_distributed.py, as a user's script would run it: under `torchrun` it trains inside
 `learn.distrib_ctx(sync_bn=False, cpu=True)`; as a plain process it trains alone. Each rank writes `OUT.rank<r>.json`:
-its final weights' sha256, per-epoch metrics, its manifest (rank 0), and with `--log-steps N` the (dataset index, sha256
+its final weights' sha256, per-epoch metrics, its manifest (rank 0), the targets `get_preds` gathered (with
+`--inside get_preds`), and with `--log-steps N` the (dataset index, sha256
 of the input's bytes) pairs of the first N training batches. Exit status 3 when the fit raised.
 
     torchrun --standalone --nproc_per_node=2 tests/dist_job.py OUT [--workers 2] [--bs 32] [--inside one_batch,validate]
@@ -57,7 +58,9 @@ def main():
                           model=digits_cnn, bs=a.bs, num_workers=a.workers, metrics=accuracy)
     log, out = BatchLog(a.log_steps), dict(rank=rank)
     def train():
-        for h in filter(None, a.inside.split(',')): HISTORY[h](learn)
+        for h in filter(None, a.inside.split(',')):
+            res = HISTORY[h](learn)
+            if h == 'get_preds': out['get_preds_targets'] = res[1].tolist()  # gathered from both ranks, padding removed
         learn.fit_one_cycle(a.epochs, 1e-2, cbs=log)
     try:
         with learn.no_bar():
