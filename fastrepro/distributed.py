@@ -23,8 +23,8 @@ from .fingerprint import hash_state_dict
 from .manifest import _data_fingerprint, unwrap_model
 
 # %% auto #0
-__all__ = ['LR_FIND_HANGS', 'pad_to_multiple', 'shard_by_batch', 'ReproDistributedDL', 'RankMismatch', 'rank_digest',
-           'disagreements', 'RankGroup', 'check_trainer']
+__all__ = ['LR_FIND_HANGS', 'pad_to_multiple', 'shard_by_batch', 'rank_indices', 'ReproDistributedDL', 'RankMismatch',
+           'rank_digest', 'disagreements', 'RankGroup', 'check_trainer']
 
 # %% ../nbs/12_distributed.ipynb #73ea2bb7
 def pad_to_multiple(idxs:list, world_size:int) -> list:
@@ -42,6 +42,12 @@ def shard_by_batch(idxs:list, bs:int, rank:int, world_size:int) -> list:
         out += chunk[rank * part:(rank + 1) * part]
     return out
 
+# %% ../nbs/12_distributed.ipynb #32d91481
+def rank_indices(idxs:list, bs:int, rank:int, world_size:int, drop_last:bool=False) -> list:
+    "Rank `rank`'s part of `idxs`: with `drop_last` only whole global batches, as one process at `bs*world_size` keeps; else all, padded."
+    if drop_last: idxs = idxs[:len(idxs) - len(idxs) % (bs * world_size)]
+    return shard_by_batch(pad_to_multiple(idxs, world_size), bs, rank, world_size)
+
 # %% ../nbs/12_distributed.ipynb #a6c5c47a
 class ReproDistributedDL(DistributedDL):
     "fastai's `DistributedDL` for a loader fastrepro keys: every rank takes its part of each global batch of one keyed order."
@@ -52,8 +58,10 @@ class ReproDistributedDL(DistributedDL):
         self.last_bs = 0
 
     def __len__(self):
-        per_rank, bs = (self.dl.n + -self.dl.n % self.world_size) // self.world_size, self.bs or 1
-        return per_rank // bs + (0 if self.drop_last or per_rank % bs == 0 else 1)
+        n, bs, ws = self.dl.n, self.bs or 1, self.world_size
+        if self.drop_last: return n // (bs * ws)  # whole global batches only (`rank_indices`)
+        per_rank = (n + -n % ws) // ws
+        return per_rank // bs + (per_rank % bs > 0)
 
 # %% ../nbs/12_distributed.ipynb #bff811cc
 @patch
@@ -74,14 +82,13 @@ def before_iter(self:ReproDistributedDL):
     streams.rank = self.rank
     self.fake_l.generator = torch.Generator().manual_seed(streams._k('workers', 'rank', self.rank))
 
-# %% ../nbs/12_distributed.ipynb #205fcf96
+# %% ../nbs/12_distributed.ipynb #2367888d
 @patch
 def get_idxs(self:ReproDistributedDL):
-    "The keyed order (rank 0's, broadcast as fastai does), padded to a multiple of the world size, this rank's parts."
+    "This rank's parts of the keyed order (rank 0's, broadcast as fastai does)."
     idxs = self._broadcast(list(self.dl.get_idxs()), 0)
-    padded = pad_to_multiple(idxs, self.world_size)
-    self.n, self.n_padded = len(idxs), len(padded)
-    return shard_by_batch(padded, self.bs or 1, self.rank, self.world_size)
+    self.n, self.n_padded = len(idxs), len(pad_to_multiple(idxs, self.world_size))  # for `to_detach`
+    return rank_indices(idxs, self.bs or 1, self.rank, self.world_size, self.drop_last)
 
 # %% ../nbs/12_distributed.ipynb #a8e8fea4
 @patch
