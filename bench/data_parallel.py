@@ -9,7 +9,7 @@
 - keys only: the same with `ReproCallback(deterministic=False, manifest=False)`: what the keyed per-rank streams and the
   agreement check cost by themselves.
 
-Both train the digits CNN (random crops, `aug_transforms`, dropout) for `--epochs` epochs at bs=32 per rank, rotating
+All three train the digits CNN (random crops, `aug_transforms`, dropout) for `--epochs` epochs at bs=32 per rank, rotating
 (baseline, fastrepro, keys only) `--reps` times in the same two processes. The agreement check (`RankGroup.agree`: one digest per
 rank, one all-gather) is also timed alone.
 
