@@ -22,16 +22,13 @@ from fastai.vision.all import Learner, Callback, accuracy
 import fastai.distributed  # Learner.distrib_ctx
 from fastai.distributed import DistributedDL, DistributedTrainer
 from fastrepro.all import digits_path, digits_dblock, digits_cnn, repro_learner
-from fastrepro.distributed import RankGroup
+from fastrepro.distributed import RankGroup, ReproDistributedDL
 
 warnings.filterwarnings('ignore')
 
 class CPUDistributedDL(DistributedDL):
-    "fastai's DistributedDL with its broadcast on the CPU (fastai's own calls `.cuda()`): the baseline's loaders."
-    def _broadcast(self, t, rank):
-        t = torch.tensor(t, dtype=torch.long)
-        torch.distributed.broadcast(t, rank)
-        return t.tolist()
+    "fastai's DistributedDL with fastrepro's broadcast, on the backend's device (fastai's calls `.cuda()`): the baseline's loaders."
+    _broadcast = ReproDistributedDL._broadcast
 
 class CPUSharding(Callback):
     "Makes `distrib_ctx`'s trainer wrap loaders in `CPUDistributedDL` (baseline only)."
