@@ -9,6 +9,7 @@ from .fingerprint import *
 from .manifest import *
 from .sweep import *
 from .resume import *
-from . import seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep, resume
+from .diverge import *
+from . import seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep, resume, diverge
 
-__all__ = [n for m in (seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep, resume) for n in m.__all__]
+__all__ = [n for m in (seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep, resume, diverge) for n in m.__all__]

@@ -1,4 +1,4 @@
-"""`fastrepro show`, `diff`, `check-env`, `runs` and `sweep`: read, compare and list run manifests and seed sweeps from a shell, with exit codes scripts can rely on.
+"""`fastrepro show`, `diff`, `check-env`, `runs`, `sweep` and `diverge`: read, compare and list run manifests, seed sweeps and step traces from a shell, with exit codes scripts can rely on.
 
 Docs: https://fastrepro.github.io/fastrepro/cli.html.md"""
 
@@ -12,7 +12,7 @@ from .manifest import ManifestError, is_mlflow_uri, diff_manifests, environment,
 from .sweep import SweepError, load_sweep, compare_sweeps
 
 # %% auto #0
-__all__ = ['CHECKED', 'main', 'resolve_run', 'show', 'runs_table', 'check_env']
+__all__ = ['CHECKED', 'DIVERGE_HINT', 'main', 'resolve_run', 'show', 'runs_table', 'check_env']
 
 # %% ../nbs/08_cli.ipynb #175718d1
 def _parser():
@@ -33,6 +33,8 @@ def _parser():
     sub.add_parser('mlflow', help='MLflow: upload runs').add_subparsers(dest='mlflow_command', required=True).add_parser(
         'sync', help='upload the finished runs MLflow does not have complete').add_argument('dir', nargs='?', default=None)
     _add_sweep(sub)
+    v = sub.add_parser('diverge', help='where two step traces (fastrepro.diverge) part; exit 1 if they do')
+    v.add_argument('trace_a'); v.add_argument('trace_b')
     return p
 
 # %% ../nbs/08_cli.ipynb #f4de9380
@@ -53,6 +55,13 @@ def _sweep_cmd(a) -> int:
     res = load_sweep(a.dir).check(_load(a, a.run), a.metric, a.level)
     print(res)
     return 0 if res.inside else 1
+
+# %% ../nbs/08_cli.ipynb #bdc4531f
+def _diverge_cmd(a) -> int:
+    from fastrepro.diverge import compare_traces
+    report = compare_traces(a.trace_a, a.trace_b)
+    report.show()
+    return 0 if report.identical else 1
 
 # %% ../nbs/08_cli.ipynb #6e1a9c4d
 def main(argv=None) -> int:
@@ -185,9 +194,20 @@ def check_env(m:dict) -> tuple:
     return (diff_manifests({k: m[k] for k in CHECKED}, {k: now[k] for k in CHECKED}),
             diff_manifests({'env_vars': m['env_vars']}, {'env_vars': now['env_vars']}))
 
+# %% ../nbs/08_cli.ipynb #1a7d0689
+DIVERGE_HINT = ("every input layer is identical but the results differ: find the first step where the runs part with "
+                "fastrepro.diverge.find_divergence(make_learner, fit), or record both with TraceCallback and run "
+                "`fastrepro diverge TRACE_A TRACE_B`")
+
+def _divergence_hint(d) -> str:
+    "`DIVERGE_HINT` (a line) when the only differences of diff `d` that can change results are in the results."
+    layers = {l for l, *_, matters in d if matters}
+    return f"{DIVERGE_HINT}\n" if layers == {'results'} else ''
+
 # %% ../nbs/08_cli.ipynb #8c4f0a2e
 def _run(a) -> int:
     if a.command == 'sweep': return _sweep_cmd(a)
+    if a.command == 'diverge': return _diverge_cmd(a)
     if a.command == 'mlflow' or (a.command == 'runs' and a.mlflow is not None): return _mlflow_cmd(a)
     load = lambda run: _load(a, run)
     if a.command == 'show': print(show(load(a.run))); return 0
@@ -195,7 +215,7 @@ def _run(a) -> int:
     if a.command == 'diff':
         d = diff_manifests(load(a.run_a), load(a.run_b), include_no_effect=a.all)
         if a.json: print(json.dumps([dict(layer=l, field=f, old=o, new=n, matters=m) for l, f, o, n, m in d], default=str))
-        else: print(d)
+        else: print(d); print(_divergence_hint(d), end='')
         return 1 if d.matters else 0
     m = load(a.run)
     d, ev = check_env(m)
