@@ -19,19 +19,23 @@ from .manifest import runs_dir, new_run_id, unwrap_model
 from .verify import fresh_payload, run_fresh
 
 # %% auto #0
-__all__ = ['DIGEST', 'PHASES', 'LEVELS', 'TRACE_FORMAT', 'tensor_stats', 'digest', 'TraceCallback', 'TraceError', 'Trace',
+__all__ = ['DIGEST', 'PHASES', 'RECORDS', 'LEVELS', 'TRACE_FORMAT', 'digest', 'TraceCallback', 'TraceError', 'Trace',
            'load_trace', 'compare_traces', 'DivergenceReport', 'find_divergence']
 
 # %% ../nbs/13_diverge.ipynb #2a9f7fbe
-_P, _A, _B, _K = 2**31 - 1, 1_103_515_245, 12_345, 1_327_217_885  # a prime modulus and odd multipliers below it
-DIGEST = 'hash_tensor+rows/1' if hasattr(torch, 'hash_tensor') else 'bits+rows/1'
+_P = 2**31 - 1  # a prime: the position-weighted sums are taken modulo it
+_HASHES = ((1_103_515_245, 12_345, 1_327_217_885), (48_271, 11, 16_807))  # two (multiplier, offset, fold) triples below _P
+DIGEST = 'hash_tensor-rows+2pos/1' if hasattr(torch, 'hash_tensor') else 'bits-rows+2pos/1'
 
 # %% ../nbs/13_diverge.ipynb #cf029858
-def _positional(v:torch.Tensor) -> torch.Tensor:
-    "Position-weighted sum mod `_P` of int64 `v` along its last dimension: swapping two entries changes it."
-    w = (torch.arange(v.shape[-1], device=v.device) * _A + _B) % _P
-    folded = (((v >> 32) & 0xFFFFFFFF) % _P * _K + (v & 0xFFFFFFFF)) % _P  # 64 bits into [0, _P), products below 2**62
-    return (folded * w % _P).sum(-1) % _P
+def _fold(v:torch.Tensor, k:int) -> torch.Tensor:
+    "int64 `v` mapped into [0, `_P`): its high and low 32 bits combined with multiplier `k` (products stay below 2**62)."
+    return (((v >> 32) & 0xFFFFFFFF) % _P * k + (v & 0xFFFFFFFF)) % _P
+
+def _positional(v:torch.Tensor, a:int, b:int, k:int) -> torch.Tensor:
+    "Position-weighted terms of int64 `v` along its last dimension, each in [0, `_P`): summed, swapping two entries changes the sum."
+    w = (torch.arange(v.shape[-1], device=v.device) * a + b) % _P
+    return _fold(v, k) * w % _P
 
 # %% ../nbs/13_diverge.ipynb #139b4ff2
 _INTS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -39,47 +43,56 @@ _INTS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 def _row_hashes(x:torch.Tensor) -> torch.Tensor:
     "One int64 hash per row of the 2-d `x`: `torch.hash_tensor`'s xor of the row's bits, else a positional sum of them."
     if hasattr(torch, 'hash_tensor'): return torch.hash_tensor(x, 1).view(torch.int64)
-    return _positional(x.contiguous().view(_INTS[x.element_size()]).to(torch.int64))
+    return _positional(x.contiguous().view(_INTS[x.element_size()]).to(torch.int64), *_HASHES[0]).sum(-1)
 
 # %% ../nbs/13_diverge.ipynb #115efc97
-def tensor_stats(t:torch.Tensor) -> torch.Tensor:
-    "`t`'s fingerprint on its own device: int64 `[xor hash, row-position hash, sum, abs-max]`, the last two as float64 bits."
+def _capture(t:torch.Tensor) -> tuple:
+    "Read `t` now, on its device: its rows' hashes (int64), its sum and its largest absolute value (float64 scalars)."
     t = t.detach()
     if t.dtype == torch.bool: t = t.to(torch.uint8)
     if t.is_complex(): t = torch.view_as_real(t)
-    if t.numel() == 0: return torch.zeros(4, dtype=torch.int64, device=t.device)
-    rows = _row_hashes(t.reshape(t.shape[0] if t.dim() else 1, -1))
-    xor = torch.hash_tensor(rows).view(torch.int64) if hasattr(torch, 'hash_tensor') else rows.sum()
-    lo, hi = torch.aminmax(t)
-    absmax = torch.maximum(lo.double().abs(), hi.double().abs())
-    return torch.stack([xor, _positional(rows), t.sum(dtype=torch.float64).view(torch.int64), absmax.view(torch.int64)])
+    if t.numel() == 0:
+        z = torch.zeros((), dtype=torch.float64, device=t.device)
+        return torch.zeros(0, dtype=torch.int64, device=t.device), z, z
+    lo, hi = torch.aminmax(t)  # one pass, faster than abs().max()
+    return _row_hashes(t.reshape(t.shape[0] if t.dim() else 1, -1)), t.sum().double(), torch.maximum(lo.abs(), hi.abs()).double()
 
 # %% ../nbs/13_diverge.ipynb #e5f15085
-def _records(stats:list) -> list:
-    "Fingerprints `tensor_stats` made on any device, fetched in one transfer: `[hex digest, sum, abs-max]` each."
-    if not stats: return []
-    s = torch.stack(stats).cpu()
-    ints, floats = s[:, :2].tolist(), s[:, 2:].contiguous().view(torch.float64).tolist()
-    return [[f"{x & 0xFFFFFFFFFFFFFFFF:016x}{p:08x}", *f] for (x, p), f in zip(ints, floats)]
+def _fingerprints(captured:list) -> list:
+    "Finish `_capture`s in a few batched ops and one transfer to the CPU: `[hex digest, sum, abs-max]` each."
+    if not captured: return []
+    rows, sums, maxes = zip(*captured)
+    dev = rows[0].device
+    counts = torch.tensor([len(r) for r in rows], device=dev)
+    h = torch.cat([r.to(dev) for r in rows])
+    seg = torch.repeat_interleave(torch.arange(len(rows), device=dev), counts)  # which tensor each row hash belongs to
+    pos = torch.arange(len(h), device=dev) - (torch.cumsum(counts, 0) - counts)[seg]  # the row's index in its own tensor
+    hashes = [torch.zeros(len(rows), dtype=torch.int64, device=dev).index_add_(0, seg, _fold(h, k) * ((pos * a + b) % _P) % _P) % _P
+              for a, b, k in _HASHES]
+    floats = torch.stack([torch.stack([s.to(dev) for s in sums]), torch.stack([m.to(dev) for m in maxes])], 1)
+    out = torch.cat([torch.stack(hashes, 1), floats.view(torch.int64)], 1).cpu()
+    ints, fl = out[:, :2].tolist(), out[:, 2:].contiguous().view(torch.float64).tolist()
+    return [[f"{p1:08x}{p2:08x}", *f] for (p1, p2), f in zip(ints, fl)]
 
 def digest(t:torch.Tensor) -> str:
-    "A hex digest of `t`'s exact bits, its shape's rows and their order: what a trace stores for each tensor."
-    return _records([tensor_stats(t)])[0][0]
+    "A hex digest of `t`'s exact bits and of its rows' order: what a trace stores for each tensor."
+    return _fingerprints([_capture(t)])[0][0]
 
 # %% ../nbs/13_diverge.ipynb #71f2fc7d
 PHASES = ('data', 'forward', 'loss', 'grads', 'weights')
-LEVELS = {'light': ('data', 'loss', 'grads', 'weights'), 'full': PHASES}
+RECORDS = (*PHASES, 'moments')  # what a trace can record; the optimizer's state belongs to the `weights` phase
+LEVELS = {'light': ('data', 'loss', 'grads', 'weights', 'moments'), 'full': RECORDS}
 TRACE_FORMAT = 'fastrepro-trace/1'
 
 # %% ../nbs/13_diverge.ipynb #fdfdae16
 def _check_trace_args(what, every, window) -> tuple:
     "`what` as a tuple of phases, `every` and `window` checked; a clear error for anything else."
     if isinstance(what, str):
-        if what not in LEVELS: raise ValueError(f"`what` must be one of {tuple(LEVELS)} or a tuple of phases from {PHASES}, got {what!r}")
+        if what not in LEVELS: raise ValueError(f"`what` must be one of {tuple(LEVELS)} or a tuple of records from {RECORDS}, got {what!r}")
         what = LEVELS[what]
     what = tuple(what)
-    if not what or any(w not in PHASES for w in what):
-        raise ValueError(f"`what` must be one of {tuple(LEVELS)} or a non-empty tuple of phases from {PHASES}, got {what!r}")
+    if not what or any(w not in RECORDS for w in what):
+        raise ValueError(f"`what` must be one of {tuple(LEVELS)} or a non-empty tuple of records from {RECORDS}, got {what!r}")
     if not (isinstance(every, int) and not isinstance(every, bool) and every > 0):
         raise ValueError(f"`every` must be a positive int (trace every n-th training step), got {every!r}")
     if window is not None:
@@ -87,15 +100,15 @@ def _check_trace_args(what, every, window) -> tuple:
         if not ok or not 0 <= window[0] < window[1]:
             raise ValueError(f"`window` must be (start, stop) training steps with 0 <= start < stop, or None, got {window!r}")
         window = tuple(window)
-    return tuple(p for p in PHASES if p in what), every, window
+    return tuple(r for r in RECORDS if r in what), every, window
 
 # %% ../nbs/13_diverge.ipynb #bb9f8884
 class TraceCallback(Callback):
-    "Record a fingerprint of every `every`-th training step (`PHASES` in `what`) as one JSON line of a trace file."
+    "Record a fingerprint of every `every`-th training step (`RECORDS` in `what`) as one JSON line of a trace file."
     order = 100  # after the callbacks that change the batch in `before_batch`, such as MixUp
     def __init__(self, path=None, # the trace file; None: `<runs>/traces/<run id>.jsonl`
                  every:int=1, # trace every n-th training step, counted over all fits
-                 what='light', # 'light', 'full', or a tuple of `PHASES`
+                 what='light', # 'light', 'full', or a tuple of `RECORDS`
                  window=None): # (start, stop): training steps also traced at the full level
         self.what, self.every, self.window = _check_trace_args(what, every, window)
         self.trace_path, self.run_id = None if path is None else Path(path), None
@@ -114,14 +127,16 @@ def after_manifest(self:TraceCallback, m, path):
 # %% ../nbs/13_diverge.ipynb #0f19f424
 @patch
 def _hook(self:TraceCallback):
-    "A forward hook on each leaf module of the model, recording its inputs and outputs while a full step runs."
+    "Hooks on each leaf module of the model: its inputs are read before it runs, its outputs after, while a full step runs."
     for name, mod in unwrap_model(self.learn.model).named_modules():
-        if next(mod.children(), None) is None: self.hooks.append(mod.register_forward_hook(self._forward_hook(name)))
+        if next(mod.children(), None) is not None: continue
+        self.hooks += [mod.register_forward_pre_hook(self._forward_hook(name, 'input')),
+                       mod.register_forward_hook(self._forward_hook(name, 'output'))]
 
 @patch
-def _forward_hook(self:TraceCallback, name:str):
-    def hook(mod, inp, out):
-        if self.full: self._add('forward', name, 'input', inp); self._add('forward', name, 'output', out)
+def _forward_hook(self:TraceCallback, name:str, part:str):
+    def hook(mod, inp, out=None):  # a pre-hook gets (module, inputs); a forward hook also gets the output
+        if self.full: self._add('forward', name, part, inp if part == 'input' else out)
     return hook
 
 # %% ../nbs/13_diverge.ipynb #cb2c529a
@@ -136,7 +151,7 @@ def _add(self:TraceCallback, phase:str, name:str, part:str, o):
     "Queue the fingerprints of the tensors in `o` as events `(phase, name, part)`; `part.k` for the k-th of several."
     ts = _tensors(o)
     for k, t in enumerate(ts):
-        self.events.append([phase, name, part if len(ts) == 1 else f'{part}.{k}']); self.stats.append(tensor_stats(t))
+        self.events.append([phase, name, part if len(ts) == 1 else f'{part}.{k}']); self.stats.append(_capture(t))
 
 # %% ../nbs/13_diverge.ipynb #f18486ec
 @patch
@@ -182,11 +197,13 @@ def _opt_state(opt, p) -> dict:
 
 @patch
 def after_step(self:TraceCallback):
-    if not (self.tracing and 'weights' in self.what): return
+    weights, moments = 'weights' in self.what, 'moments' in self.what
+    if not (self.tracing and (weights or moments)): return
     for name, p in unwrap_model(self.learn.model).named_parameters():
-        self._add('weights', name, '', p)
-        for k, v in sorted(_opt_state(self.learn.opt, p).items()):
-            if isinstance(v, torch.Tensor): self._add('weights', name, k, v)
+        if weights: self._add('weights', name, '', p)
+        if moments:
+            for k, v in sorted(_opt_state(self.learn.opt, p).items()):
+                if isinstance(v, torch.Tensor): self._add('weights', name, k, v)
 
 # %% ../nbs/13_diverge.ipynb #898b57cb
 @patch
@@ -194,7 +211,7 @@ def after_batch(self:TraceCallback):
     if not (self.training and self.on): return
     if self.tracing:
         line = dict(step=self.n_steps, fit=self.fit_index, epoch=self.learn.epoch, batch=self.learn.iter,
-                    events=[e + r for e, r in zip(self.events, _records(self.stats))])
+                    events=[e + r for e, r in zip(self.events, _fingerprints(self.stats))])
         self._write(json.dumps(line, separators=(',', ':')))
     self.n_steps, self.tracing, self.full, self.events, self.stats = self.n_steps + 1, False, False, [], []
 
@@ -423,7 +440,7 @@ def find_divergence(a, # a trace (path or `Trace`), or `make_learner`: returns a
                     b, # the other trace, or `fit(learn)`
                     max_steps:int=None, # stop each run after this many training steps (1: the single-step test)
                     every:int=1, # trace every n-th training step
-                    what='light', # 'light', 'full' or a tuple of `PHASES`, as `TraceCallback`
+                    what='light', # 'light', 'full' or a tuple of `RECORDS`, as `TraceCallback`
                     refine:bool=True, # at a divergence after the data, replay both runs with the full level on that step
                     timeout:float=None, # seconds per fresh run
                     folder=None) -> DivergenceReport: # keep the traces here; None: a temporary folder, removed

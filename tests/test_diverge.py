@@ -96,7 +96,7 @@ class CountItems(Callback):
     def after_train(self): self.tfm.on = False
 
 class NoisyLoss(CrossEntropyLossFlat):
-    def __call__(self, *args, **kwargs): return super().__call__(*args, **kwargs) + 1e-6 * entropy_noise(()).item()
+    def __call__(self, *args, **kwargs): return super().__call__(*args, **kwargs) * (1 + 1e-5 * entropy_noise(()).item())
 
 def perturb_update_of(param_of):
     "An `opt_func`: fastai's Adam with one more optimizer callback, which perturbs the update of the parameter `param_of(learn)`."
@@ -176,7 +176,7 @@ def test_other_applications(tmp_path, app):
     assert where(r) == (batch(0), 'weights', name_of(learn, last(learn)), ''), r
     def noisy_loss():
         learn = make(); f = learn.loss_func
-        learn.loss_func = lambda *a, **k: f(*a, **k) + 1e-6 * entropy_noise(()).item()
+        learn.loss_func = lambda *a, **k: f(*a, **k) * (1 + 1e-5 * entropy_noise(()).item())  # relative: above float32's rounding
         return learn
     r, _ = pair(tmp_path, noisy_loss, fit)
     assert where(r) == (batch(0), 'loss', 'loss', ''), r
