@@ -3,7 +3,11 @@
 1. Time per training step with `TraceCallback` against the same steps without it, for the digits CNN (16 px, bs 64) and a
    resnet18 (64 px, bs 32, random init), at three levels: 'full' (every phase, forward hooks on every leaf module),
    'light' (data, loss, grads, weights and optimizer state) and ('loss', 'weights'). Targets: <= 2x with everything on,
-   <= 1.2x with ('loss', 'weights'). Variants are rotated within each rep; the ratio is of medians over reps.
+   <= 1.2x with ('loss', 'weights'). Two figures per level, medians over reps:
+   - paired: one fit traces every other step (`every=2`); the ratio of the median traced step to the median untraced step
+     of the same fit. Runs on this machine differ by +-10% from each other, steps within a run much less; the untraced
+     steps still pay for the forward hooks of the full level, so for 'full' this figure is a lower bound;
+   - separate: the median step of a fully traced fit against that of a fit without `TraceCallback` (variants rotated).
 2. Trace size per step at each level.
 3. Time to compare two traces of 10,000 steps (the light level of the digits CNN: its real lines, repeated with their step
    numbers), when they are identical, when they part at the last step, and in the worst case, where every line differs in its
@@ -43,28 +47,34 @@ def learners():
             'resnet18 64px': lambda: repro_learner(digits_dblock(size=64), digits_path(), seed=42, learner_fn=vision_learner, arch=resnet18,
                                                    pretrained=False, bs=32, num_workers=0, metrics=accuracy)}
 
-def step_times(make, level, steps):
-    "Median step time (s) of `steps` training steps after 3 warm-up steps, and the trace's bytes per step."
+def step_times(make, level, steps, every=1):
+    "Step times (s) of `steps` training steps after 3 warm-up steps, and the trace's bytes per traced step."
     learn, timer = make(), StepTimer()
     cbs = [timer, _Last(timer), _StopAfter(steps + 3)]
     path = TMP/f'{time.time_ns()}.jsonl'
-    if LEVELS_RUN[level] is not None: cbs.append(TraceCallback(path, what=LEVELS_RUN[level]))
+    if LEVELS_RUN[level] is not None: cbs.append(TraceCallback(path, what=LEVELS_RUN[level], every=every))
     with learn.no_bar(), learn.no_logging(): learn.fit(1, 1e-3, cbs=cbs)
-    size = (path.stat().st_size - len(path.read_text().split('\n', 1)[0])) / (steps + 3) if path.exists() else 0
-    return statistics.median(timer.times[3:]), size
+    lines = path.read_text().splitlines()[1:] if path.exists() else []
+    return timer.times, sum(map(len, lines)) / max(len(lines), 1)
 
 def overhead(steps, reps):
+    levels = list(LEVELS_RUN)[1:]
     for name, make in learners().items():
-        t = {k: [] for k in LEVELS_RUN}; size = {}
+        paired, sep, size, plain = {l: [] for l in levels}, {l: [] for l in levels}, {}, []
         for r in range(reps):
             order = list(LEVELS_RUN)[r % 4:] + list(LEVELS_RUN)[:r % 4]
             for level in order:
-                s, b = step_times(make, level, steps); t[level].append(s); size[level] = b
-        base = statistics.median(t['none'])
-        print(f"\n{name}: plain step {base * 1e3:.1f} ms (median of {reps} reps x {steps} steps)")
-        for level in list(LEVELS_RUN)[1:]:
-            m = statistics.median(t[level])
-            print(f"  {level:13s} {m * 1e3:7.1f} ms/step  {m / base:5.2f}x   {size[level] / 1024:6.1f} KiB/step")
+                t, b = step_times(make, level, steps)
+                if level == 'none': plain.append(statistics.median(t[3:])); continue
+                sep[level].append(statistics.median(t[3:])); size[level] = b
+                t2, _ = step_times(make, level, steps, every=2)
+                paired[level].append(statistics.median(t2[4::2]) / statistics.median(t2[3::2]))  # even steps are traced
+        base = statistics.median(plain)
+        print(f"\n{name}: plain step {base * 1e3:.1f} ms (medians of {reps} reps x {steps} steps)")
+        print(f"  {'level':13s} {'paired':>7s} {'separate':>9s} {'ms/step':>8s} {'KiB/step':>9s}")
+        for level in levels:
+            m = statistics.median(sep[level])
+            print(f"  {level:13s} {statistics.median(paired[level]):6.2f}x {m / base:8.2f}x {m * 1e3:8.1f} {size[level] / 1024:9.1f}")
 
 def comparison(n=10_000):
     learn = repro_learner(digits_dblock(), digits_path(), seed=42, model=digits_cnn, bs=64, num_workers=0, metrics=accuracy)

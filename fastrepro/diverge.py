@@ -6,17 +6,18 @@ Docs: https://fastrepro.github.io/fastrepro/diverge.html.md"""
 
 # %% ../nbs/13_diverge.ipynb #d086ac5e
 from __future__ import annotations
-import json, os, shutil, tempfile, time
+import json, os, re, shutil, tempfile, time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-import torch
+import numpy as np, torch
 from fastcore.basics import patch
 from fastai.callback.core import Callback, CancelFitException
 from fastai.callback.schedule import LRFinder
 from .manifest import runs_dir, new_run_id, unwrap_model
 from .verify import fresh_payload, run_fresh
+from .resume import ReproCheckpoint, _positive_int
 
 # %% auto #0
 __all__ = ['DIGEST', 'PHASES', 'RECORDS', 'LEVELS', 'TRACE_FORMAT', 'digest', 'TraceCallback', 'TraceError', 'Trace',
@@ -28,10 +29,11 @@ _HASHES = ((1_103_515_245, 12_345, 1_327_217_885), (48_271, 11, 16_807))  # two 
 DIGEST = 'hash_tensor-rows+2pos/1' if hasattr(torch, 'hash_tensor') else 'bits-rows+2pos/1'
 
 # %% ../nbs/13_diverge.ipynb #cf029858
-def _fold(v:torch.Tensor, k:int) -> torch.Tensor:
-    "int64 `v` mapped into [0, `_P`): its high and low 32 bits combined with multiplier `k` (products stay below 2**62)."
+def _fold(v, k:int):
+    "int64 `v` (a tensor or a numpy array) mapped into [0, `_P`): its high and low 32 bits combined with multiplier `k` (products stay below 2**62)."
     return (((v >> 32) & 0xFFFFFFFF) % _P * k + (v & 0xFFFFFFFF)) % _P
 
+# %% ../nbs/13_diverge.ipynb #3cdc5398
 def _positional(v:torch.Tensor, a:int, b:int, k:int) -> torch.Tensor:
     "Position-weighted terms of int64 `v` along its last dimension, each in [0, `_P`): summed, swapping two entries changes the sum."
     w = (torch.arange(v.shape[-1], device=v.device) * a + b) % _P
@@ -40,6 +42,15 @@ def _positional(v:torch.Tensor, a:int, b:int, k:int) -> torch.Tensor:
 # %% ../nbs/13_diverge.ipynb #139b4ff2
 _INTS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
+# %% ../nbs/13_diverge.ipynb #f54dc2f4
+def _segment_hashes(h:np.ndarray, counts:np.ndarray, a:int, b:int, k:int) -> np.ndarray:
+    "For each run of `counts` consecutive row hashes in `h`: the sum mod `_P` of its folded hashes weighted by their positions in it."
+    starts = np.cumsum(counts) - counts
+    pos = np.arange(len(h)) - np.repeat(starts, counts)  # each row's index in its own tensor
+    terms = np.append(_fold(h, k) * ((pos * a + b) % _P) % _P, 0)  # the 0 ends the last run, and stands for empty tensors
+    return np.where(counts > 0, np.add.reduceat(terms, starts) % _P, 0)
+
+# %% ../nbs/13_diverge.ipynb #71fbfbb8
 def _row_hashes(x:torch.Tensor) -> torch.Tensor:
     "One int64 hash per row of the 2-d `x`: `torch.hash_tensor`'s xor of the row's bits, else a positional sum of them."
     if hasattr(torch, 'hash_tensor'): return torch.hash_tensor(x, 1).view(torch.int64)
@@ -47,33 +58,28 @@ def _row_hashes(x:torch.Tensor) -> torch.Tensor:
 
 # %% ../nbs/13_diverge.ipynb #115efc97
 def _capture(t:torch.Tensor) -> tuple:
-    "Read `t` now, on its device: its rows' hashes (int64), its sum and its largest absolute value (float64 scalars)."
+    "Read `t` now, on its device, in four ops: its rows' hashes (int64), and its sum, minimum and maximum (float64)."
     t = t.detach()
     if t.dtype == torch.bool: t = t.to(torch.uint8)
     if t.is_complex(): t = torch.view_as_real(t)
-    if t.numel() == 0:
-        z = torch.zeros((), dtype=torch.float64, device=t.device)
-        return torch.zeros(0, dtype=torch.int64, device=t.device), z, z
-    lo, hi = torch.aminmax(t)  # one pass, faster than abs().max()
-    return _row_hashes(t.reshape(t.shape[0] if t.dim() else 1, -1)), t.sum().double(), torch.maximum(lo.abs(), hi.abs()).double()
+    if t.numel() == 0: return torch.zeros(0, dtype=torch.int64, device=t.device), torch.zeros(3, dtype=torch.float64, device=t.device)
+    rows = _row_hashes(t.reshape(t.shape[0] if t.dim() else 1, -1))
+    f = t if t.is_floating_point() else t.double()  # integer targets, token ids: small, and exact in float64
+    return rows, torch.stack([f.sum(), *torch.aminmax(f)]).double()  # aminmax: one pass, faster than abs().max()
 
 # %% ../nbs/13_diverge.ipynb #e5f15085
 def _fingerprints(captured:list) -> list:
-    "Finish `_capture`s in a few batched ops and one transfer to the CPU: `[hex digest, sum, abs-max]` each."
+    "Finish `_capture`s: one transfer of their row hashes and floats to the CPU, then two position-weighted sums per tensor, as `[hex digest, sum, abs-max]` each."
     if not captured: return []
-    rows, sums, maxes = zip(*captured)
-    dev = rows[0].device
-    counts = torch.tensor([len(r) for r in rows], device=dev)
-    h = torch.cat([r.to(dev) for r in rows])
-    seg = torch.repeat_interleave(torch.arange(len(rows), device=dev), counts)  # which tensor each row hash belongs to
-    pos = torch.arange(len(h), device=dev) - (torch.cumsum(counts, 0) - counts)[seg]  # the row's index in its own tensor
-    hashes = [torch.zeros(len(rows), dtype=torch.int64, device=dev).index_add_(0, seg, _fold(h, k) * ((pos * a + b) % _P) % _P) % _P
-              for a, b, k in _HASHES]
-    floats = torch.stack([torch.stack([s.to(dev) for s in sums]), torch.stack([m.to(dev) for m in maxes])], 1)
-    out = torch.cat([torch.stack(hashes, 1), floats.view(torch.int64)], 1).cpu()
-    ints, fl = out[:, :2].tolist(), out[:, 2:].contiguous().view(torch.float64).tolist()
-    return [[f"{p1:08x}{p2:08x}", *f] for (p1, p2), f in zip(ints, fl)]
+    rows, floats = zip(*captured)
+    dev, n = rows[0].device, len(rows)
+    both = torch.cat([*(r.to(dev) for r in rows), torch.cat([f.to(dev) for f in floats]).view(torch.int64)]).cpu().numpy()
+    h, (sums, lo, hi) = both[:len(both) - 3 * n], both[len(both) - 3 * n:].view(np.float64).reshape(-1, 3).T
+    p1, p2 = (_segment_hashes(h, np.array([len(r) for r in rows]), *abk).tolist() for abk in _HASHES)
+    absmax = np.maximum(np.abs(lo), np.abs(hi)).tolist()
+    return [[f"{x:08x}{y:08x}", s, m] for x, y, s, m in zip(p1, p2, sums.tolist(), absmax)]
 
+# %% ../nbs/13_diverge.ipynb #daef2519
 def digest(t:torch.Tensor) -> str:
     "A hex digest of `t`'s exact bits and of its rows' order: what a trace stores for each tensor."
     return _fingerprints([_capture(t)])[0][0]
@@ -93,7 +99,7 @@ def _check_trace_args(what, every, window) -> tuple:
     what = tuple(what)
     if not what or any(w not in RECORDS for w in what):
         raise ValueError(f"`what` must be one of {tuple(LEVELS)} or a non-empty tuple of records from {RECORDS}, got {what!r}")
-    if not (isinstance(every, int) and not isinstance(every, bool) and every > 0):
+    if not _positive_int(every):
         raise ValueError(f"`every` must be a positive int (trace every n-th training step), got {every!r}")
     if window is not None:
         ok = isinstance(window, (tuple, list)) and len(window) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in window)
@@ -120,6 +126,7 @@ def before_fit(self:TraceCallback):
     self.on, self.fit_index = not any(isinstance(cb, LRFinder) for cb in self.learn.cbs), None
     if self.on and ('forward' in self.what or self.window): self._hook()
 
+# %% ../nbs/13_diverge.ipynb #e73dc4e8
 @patch
 def after_manifest(self:TraceCallback, m, path):
     if self.run_id is None: self.run_id = m['run_id']  # the trace's header names the first fit's run
@@ -133,6 +140,7 @@ def _hook(self:TraceCallback):
         self.hooks += [mod.register_forward_pre_hook(self._forward_hook(name, 'input')),
                        mod.register_forward_hook(self._forward_hook(name, 'output'))]
 
+# %% ../nbs/13_diverge.ipynb #dda77fb9
 @patch
 def _forward_hook(self:TraceCallback, name:str, part:str):
     def hook(mod, inp, out=None):  # a pre-hook gets (module, inputs); a forward hook also gets the output
@@ -146,6 +154,7 @@ def _tensors(o) -> list:
     if isinstance(o, Mapping): o = list(o.values())
     return [t for x in o for t in _tensors(x)] if isinstance(o, (tuple, list)) else []
 
+# %% ../nbs/13_diverge.ipynb #4a990daf
 @patch
 def _add(self:TraceCallback, phase:str, name:str, part:str, o):
     "Queue the fingerprints of the tensors in `o` as events `(phase, name, part)`; `part.k` for the k-th of several."
@@ -160,6 +169,7 @@ def _traced(self:TraceCallback, n:int) -> tuple:
     in_window = self.window is not None and self.window[0] <= n < self.window[1]
     return n % self.every == 0 or in_window, 'forward' in self.what or in_window
 
+# %% ../nbs/13_diverge.ipynb #1288a9f3
 @patch
 def before_batch(self:TraceCallback):
     if not (self.training and self.on): return
@@ -182,6 +192,7 @@ def _fit_index(self:TraceCallback) -> int:
 def after_loss(self:TraceCallback):
     if self.tracing and 'loss' in self.what: self._add('loss', 'loss', '', self.learn.loss_grad)
 
+# %% ../nbs/13_diverge.ipynb #525ccdcc
 @patch
 def after_backward(self:TraceCallback):
     if not (self.tracing and 'grads' in self.what): return
@@ -195,6 +206,7 @@ def _opt_state(opt, p) -> dict:
     if not isinstance(state, Mapping): state = getattr(getattr(opt, 'opt', None), 'state', {})
     return state.get(p) or {}
 
+# %% ../nbs/13_diverge.ipynb #69c1b446
 @patch
 def after_step(self:TraceCallback):
     weights, moments = 'weights' in self.what, 'moments' in self.what
@@ -215,6 +227,7 @@ def after_batch(self:TraceCallback):
         self._write(json.dumps(line, separators=(',', ':')))
     self.n_steps, self.tracing, self.full, self.events, self.stats = self.n_steps + 1, False, False, [], []
 
+# %% ../nbs/13_diverge.ipynb #a1e52ede
 @patch
 def after_fit(self:TraceCallback):
     for h in self.hooks: h.remove()
@@ -264,6 +277,7 @@ def _header_of(line:bytes, path:Path) -> dict:
         raise TraceError(f"{path} is not a fastrepro trace: its first line is not a {TRACE_FORMAT!r} header")
     return h
 
+# %% ../nbs/13_diverge.ipynb #6925ccb7
 def load_trace(path) -> Trace:
     "Read the trace at `path` (JSON only, never executed); a last line cut off by a killed run is dropped and marks it `truncated`."
     path = Path(path)
@@ -333,6 +347,7 @@ def _pair(self:DivergenceReport, k:int) -> tuple:
     "Event `k` of the divergent step in each trace (None where a trace has fewer events)."
     return tuple(e[k] if k < len(e) else None for e in self.events)
 
+# %% ../nbs/13_diverge.ipynb #b1be0ffe
 def _event_diff(x, y) -> float|None:
     "max |Δ| of two events' float summaries (sum, abs-max); None if either is missing."
     if x is None or y is None: return None
@@ -341,6 +356,7 @@ def _event_diff(x, y) -> float|None:
 # %% ../nbs/13_diverge.ipynb #36f8ac65
 _PHASE_WORDS = {'data': 'in the data: the batch {part}', 'loss': 'in the loss', 'grads': 'in the gradient of `{name}`'}
 
+# %% ../nbs/13_diverge.ipynb #08331b5f
 def _where(phase:str, name:str, part:str) -> str:
     "The divergent event in words."
     if phase == 'forward':
@@ -366,6 +382,7 @@ def verdict(self:DivergenceReport) -> str:
     return (f"runs part at fit {self.step['fit']}, epoch {self.step['epoch']}, batch {self.step['batch']}, "
             f"{_where(self.phase, self.name, self.part)} (max |Δ| {self.max_abs_diff:.3g}); everything before it is identical")
 
+# %% ../nbs/13_diverge.ipynb #0953879b
 @patch
 def __repr__(self:DivergenceReport): return self.verdict() + (f"\n{self.note}" if self.note else '')
 
@@ -384,6 +401,7 @@ def table(self:DivergenceReport, around:int=3) -> str:
                     f"{y[3][:12] if y else '-':>14} {d(4):>9} {d(5):>10}")
     return '\n'.join(rows)
 
+# %% ../nbs/13_diverge.ipynb #b9038bb2
 @patch
 def show(self:DivergenceReport):
     "Print the verdict and the table of events around the divergence."
@@ -404,36 +422,74 @@ class _StopAfter(Callback):
 
 # %% ../nbs/13_diverge.ipynb #d8b485d9
 class _TracedFit:
-    "`fit` with a `TraceCallback` (and `_StopAfter` for `max_steps`) for its length: what the fresh runs of `find_divergence` run."
-    def __init__(self, fit, path, max_steps=None, **trace_kwargs): self.fit, self.path, self.max_steps, self.kw = fit, path, max_steps, trace_kwargs
+    "`fit` traced for its length (`TraceCallback`, and `_StopAfter` for `max_steps`), taking checkpoints to replay from, or resumed from one."
+    def __init__(self, fit, path, max_steps=None, first_step=0, checkpoints=None, resume=None, **trace_kwargs):
+        self.fit, self.path, self.max_steps, self.first_step, self.kw = fit, path, max_steps, first_step, trace_kwargs
+        self.checkpoints, self.resume = checkpoints, resume
     def __call__(self, learn):
-        cbs = [TraceCallback(self.path, **self.kw)] + ([_StopAfter(self.max_steps)] if self.max_steps else [])
+        trace = TraceCallback(self.path, **self.kw)
+        trace.n_steps = self.first_step  # a replay from a checkpoint numbers its steps as the run it replays
+        cbs = [trace] + ([_StopAfter(self.max_steps)] if self.max_steps else [])
+        if self.checkpoints is not None:
+            learn.model_dir, every = self.checkpoints  # an absolute folder: the checkpoints stay in find_divergence's
+            cbs.append(ReproCheckpoint(every=every, keep=None))
         learn.add_cbs(cbs)
-        try: self.fit(learn)
+        try: self.fit(learn) if self.resume is None else learn.resume(self.resume, fit=self.fit)
         finally: learn.remove_cbs(cbs)
 
 # %% ../nbs/13_diverge.ipynb #9974f974
-def _fresh_pair(make_learner, fit, folder:Path, tag:str, timeout, max_steps, **trace_kwargs) -> tuple:
-    "Run `fit(make_learner())` traced in two fresh processes at once; return the two traces."
+def _fresh_pair(make_learner, fit, folder:Path, tag:str, timeout, max_steps, checkpoint_every=None, **kwargs) -> tuple:
+    "Run `fit(make_learner())` traced in two fresh processes at once (the first taking checkpoints if asked); return both traces and the first's manifests."
     paths = [folder/f'{tag}-{ab}.jsonl' for ab in 'ab']
+    ckpts = [(str(folder/'checkpoints'), checkpoint_every) if checkpoint_every else None, None]
     threads = max(1, torch.get_num_threads() // 2)  # two runs share the cores
-    payloads = [fresh_payload(make_learner, _TracedFit(fit, p, max_steps, **trace_kwargs), threads=threads) for p in paths]
+    payloads = [fresh_payload(make_learner, _TracedFit(fit, p, max_steps, checkpoints=c, **kwargs), threads=threads) for p, c in zip(paths, ckpts)]
     with ThreadPoolExecutor(2) as ex:
-        list(ex.map(lambda i: run_fresh(payloads[i], timeout, f'{tag} {"AB"[i]}'), range(2)))
-    return tuple(load_trace(p) for p in paths)
+        results = list(ex.map(lambda i: run_fresh(payloads[i], timeout, f'{tag} {"AB"[i]}'), range(2)))
+    return load_trace(paths[0]), load_trace(paths[1]), results[0]['manifests']
+
+# %% ../nbs/13_diverge.ipynb #2f6784bc
+_CKPT = re.compile(r'(?P<run>.+)-e(?P<epoch>\d+)-b(?P<batch>\d+)\.pth')  # `ReproCheckpoint`'s file names
+
+# %% ../nbs/13_diverge.ipynb #2e35844e
+def _step_at(trace:Trace, fit:int, epoch:int, batch:int) -> int|None:
+    "The step number of `trace`'s line for (`fit`, `epoch`, `batch`), read from the line's start without parsing it."
+    key = f',"fit":{fit},"epoch":{epoch},"batch":{batch},'.encode()
+    return next((int(l[8:l.index(b',')]) for l in trace.lines if key in l[:100]), None)  # a line starts `{"step":N,`
+
+# %% ../nbs/13_diverge.ipynb #cb98298a
+def _checkpoint_before(light:DivergenceReport, folder:Path, manifests:list) -> tuple:
+    "Run A's newest checkpoint taken at or before the divergent step, and the step it resumes at; (None, 0) if there is none."
+    f, e, b = (light.step[k] for k in ('fit', 'epoch', 'batch'))
+    run = next((m['run_id'] for m in manifests if m['randomness'].get('fit') == f), None)
+    found = sorted(((int(m['epoch']), int(m['batch'])), p) for p in folder.glob('*.pth')
+                   if (m := _CKPT.fullmatch(p.name)) and m['run'] == run and (int(m['epoch']), int(m['batch'])) <= (e, b))
+    for (ep, ba), p in reversed(found):
+        if (step := _step_at(light.traces[0], f, ep, ba)) is not None: return p, step
+    return None, 0
 
 # %% ../nbs/13_diverge.ipynb #e48b05d9
-def _replay(light:DivergenceReport, make_learner, fit, folder:Path, timeout, every:int, what:tuple) -> DivergenceReport:
-    "Replay both runs up to the step `light` found, with the full level on it (and on the untraced steps just before it)."
+def _replay(light:DivergenceReport, make_learner, fit, folder:Path, timeout, every:int, what:tuple, manifests=None) -> DivergenceReport:
+    "Replay both runs to the step `light` found, with the full level on it: from run A's last checkpoint before it if there is one, else from the start."
     g = light.global_step
-    full = compare_traces(*_fresh_pair(make_learner, fit, folder, 'replay', timeout, g + 1, every=every, what=what,
-                                       window=(max(0, g - every + 1), g + 1)))
+    ckpt, first = _checkpoint_before(light, folder/'checkpoints', manifests) if manifests else (None, 0)
+    a, b, _ = _fresh_pair(make_learner, fit, folder, 'replay', timeout, g + 1 - first, every=every, what=what,
+                          window=(max(first, g - every + 1), g + 1), first_step=first, resume=ckpt)
+    full = compare_traces(a, b)
+    how = f"replayed steps {first}..{g} from {f'the checkpoint {ckpt.name}' if ckpt else 'the start'} with the full level on step {g}"
     if full.identical:
-        light.note = (f"(a replay of the first {g + 1} steps with the full level on step {g} did not diverge: the non-determinism "
-                      "is intermittent, so the module is not named)")
+        light.note = f"(then {how}: that replay did not diverge, so the non-determinism is intermittent and the module is not named)"
         return light
-    full.note = f"(the light level found the {light.phase} of step {g}; a replay of steps 0..{g} with the full level on step {g} names the event)"
+    full.note = f"(the light level found the {light.phase} of step {g}; then {how})"
     return full
+
+# %% ../nbs/13_diverge.ipynb #f459599a
+def _check_find_args(fit, max_steps, checkpoint_every, what, every) -> tuple:
+    "`find_divergence`'s arguments for fresh runs, checked; `what` and `every` as `TraceCallback` takes them."
+    if not callable(fit): raise TypeError(f"`b` must be `fit(learn)` when `a` is `make_learner`, got {fit!r}")
+    for name, v in (('max_steps', max_steps), ('checkpoint_every', checkpoint_every)):
+        if v is not None and not _positive_int(v): raise ValueError(f"`{name}` must be a positive int (training steps) or None, got {v!r}")
+    return _check_trace_args(what, every, None)[:2]
 
 # %% ../nbs/13_diverge.ipynb #45427088
 def find_divergence(a, # a trace (path or `Trace`), or `make_learner`: returns a fresh `Learner`, called in each fresh process
@@ -442,20 +498,18 @@ def find_divergence(a, # a trace (path or `Trace`), or `make_learner`: returns a
                     every:int=1, # trace every n-th training step
                     what='light', # 'light', 'full' or a tuple of `RECORDS`, as `TraceCallback`
                     refine:bool=True, # at a divergence after the data, replay both runs with the full level on that step
+                    checkpoint_every:int=None, # the first run writes an exact-resume checkpoint every n training steps, for the replay to start from
                     timeout:float=None, # seconds per fresh run
                     folder=None) -> DivergenceReport: # keep the traces here; None: a temporary folder, removed
     "Where two runs part: compare traces `a` and `b`, or trace `fit(make_learner())` in two fresh processes and compare."
     if not callable(a): return compare_traces(a, b)
-    if not callable(b): raise TypeError(f"`b` must be `fit(learn)` when `a` is `make_learner`, got {b!r}")
-    if max_steps is not None and not (isinstance(max_steps, int) and not isinstance(max_steps, bool) and max_steps > 0):
-        raise ValueError(f"`max_steps` must be a positive int or None, got {max_steps!r}")
-    what, every, _ = _check_trace_args(what, every, None)
+    what, every = _check_find_args(b, max_steps, checkpoint_every, what, every)
     tmp = folder is None
     folder = Path(tempfile.mkdtemp(prefix='fastrepro-diverge-') if tmp else folder); folder.mkdir(parents=True, exist_ok=True)
     try:
-        report = compare_traces(*_fresh_pair(a, b, folder, 'run', timeout, max_steps, every=every, what=what))
-        if refine and not report.identical and report.phase != 'data' and 'forward' not in what:
-            report = _replay(report, a, b, folder, timeout, every, what)
-        return report
+        ta, tb, manifests = _fresh_pair(a, b, folder, 'run', timeout, max_steps, checkpoint_every, every=every, what=what)
+        report = compare_traces(ta, tb)
+        if not refine or report.identical or report.phase == 'data' or 'forward' in what: return report
+        return _replay(report, a, b, folder, timeout, every, what, manifests if checkpoint_every else None)
     finally:
         if tmp: shutil.rmtree(folder, ignore_errors=True)

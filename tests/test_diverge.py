@@ -258,3 +258,23 @@ def test_diff_suggests_the_divergence_check(tmp_path):
     other['randomness']['seed'] = 7; (tmp_path/'c.json').write_text(json.dumps(other))
     rc, out, _ = cli('diff', learn.repro_manifest, tmp_path/'c.json')
     assert rc == 1 and 'seed' in out and 'every input layer is identical' not in out, out  # an input differs: no hint
+
+class NoiseFromStep(nn.Module):
+    "Identity until the fit's training step `start` (read from the learner, so it survives a resume), then adds OS-entropy noise."
+    def __init__(self, start:int): super().__init__(); self.start, self.learn = start, None
+    def forward(self, x):
+        if not self.training or self.learn is None or self.learn.train_iter < self.start: return x
+        return x + 1e-4 * entropy_noise(x.shape)
+
+def noisy_from_step_12(num_workers=0):
+    learn = digits_learner(model=cnn_with(partial(NoiseFromStep, 12)), num_workers=num_workers)
+    learn.model[3].learn = learn
+    return learn
+
+def test_replay_from_the_last_checkpoint_names_the_module(tmp_path):
+    r = find_divergence(noisy_from_step_12, fit_digits, max_steps=16, checkpoint_every=5, folder=tmp_path)
+    assert where(r) == (batch(12), 'forward', '3', 'output'), r
+    assert '-e0-b10.pth with the full level on step 12' in r.note and 'replayed steps 10..12' in r.note, r.note
+    replay = load_trace(tmp_path/'replay-a.jsonl')
+    assert [replay.step(i)['step'] for i in range(len(replay))] == [10, 11, 12]  # resumed at step 10, not replayed from 0
+    assert {p.name.split('-e')[1] for p in (tmp_path/'checkpoints').glob('*.pth')} == {'0-b5.pth', '0-b10.pth', '0-b15.pth'}
