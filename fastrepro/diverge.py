@@ -21,7 +21,7 @@ from .resume import ReproCheckpoint, _positive_int
 
 # %% auto #0
 __all__ = ['DIGEST', 'PHASES', 'RECORDS', 'LEVELS', 'TRACE_FORMAT', 'digest', 'TraceCallback', 'TraceError', 'Trace',
-           'load_trace', 'compare_traces', 'DivergenceReport', 'find_divergence']
+           'load_trace', 'DivergenceReport', 'compare_traces', 'find_divergence']
 
 # %% ../nbs/13_diverge.ipynb #2a9f7fbe
 _P = 2**31 - 1  # a prime: the position-weighted sums are taken modulo it
@@ -310,22 +310,6 @@ def _first_event_diff(ea:list, eb:list) -> int|None:
         if x[:4] != y[:4]: return k
     return None if len(ea) == len(eb) else min(len(ea), len(eb))
 
-# %% ../nbs/13_diverge.ipynb #eaff6cd4
-def compare_traces(a, b) -> DivergenceReport:
-    "The first step and event where traces `a` and `b` (paths or `Trace`s) differ, as a `DivergenceReport`."
-    a, b = (t if isinstance(t, Trace) else load_trace(t) for t in (a, b))
-    _check_comparable(a, b)
-    for i in range(min(len(a), len(b))):
-        if a.lines[i] == b.lines[i]: continue
-        sa, sb = a.step(i), b.step(i)
-        pos_a, pos_b = ([s[k] for k in ('step', 'fit', 'epoch', 'batch')] for s in (sa, sb))
-        if pos_a != pos_b:
-            raise TraceError(f"the traces' line {i + 2} records different steps (step, fit, epoch, batch {pos_a} vs {pos_b}): "
-                             "the runs trained different schedules or data sizes")
-        k = _first_event_diff(sa['events'], sb['events'])
-        if k is not None: return DivergenceReport(a, b, i, sa, sb, k)
-    return DivergenceReport(a, b, min(len(a), len(b)))
-
 # %% ../nbs/13_diverge.ipynb #9f7afd29
 class DivergenceReport:
     "Where two traces part: the first differing `step` (fit, epoch, batch), `phase`, `name`, `part` and `max_abs_diff`; or `identical`."
@@ -406,6 +390,22 @@ def table(self:DivergenceReport, around:int=3) -> str:
 def show(self:DivergenceReport):
     "Print the verdict and the table of events around the divergence."
     print(repr(self)); print(self.table())
+
+# %% ../nbs/13_diverge.ipynb #eaff6cd4
+def compare_traces(a, b) -> DivergenceReport:
+    "The first step and event where traces `a` and `b` (paths or `Trace`s) differ, as a `DivergenceReport`."
+    a, b = (t if isinstance(t, Trace) else load_trace(t) for t in (a, b))
+    _check_comparable(a, b)
+    for i in range(min(len(a), len(b))):
+        if a.lines[i] == b.lines[i]: continue
+        sa, sb = a.step(i), b.step(i)
+        pos_a, pos_b = ([s[k] for k in ('step', 'fit', 'epoch', 'batch')] for s in (sa, sb))
+        if pos_a != pos_b:
+            raise TraceError(f"the traces' line {i + 2} records different steps (step, fit, epoch, batch {pos_a} vs {pos_b}): "
+                             "the runs trained different schedules or data sizes")
+        k = _first_event_diff(sa['events'], sb['events'])
+        if k is not None: return DivergenceReport(a, b, i, sa, sb, k)
+    return DivergenceReport(a, b, min(len(a), len(b)))
 
 # %% ../nbs/13_diverge.ipynb #e0e273b3
 class _StopAfter(Callback):
