@@ -133,14 +133,17 @@ def test_interrupted_fit_is_recorded_as_cancelled(tmp_path):
     "Ctrl-C in the middle of a fit, in a fresh process: the manifest says cancelled, with the epochs that finished."
     from fastrepro.manifest import load_manifest
     runs = tmp_path/'runs'
+    # SIGINT at its default: a shell's background job (`cmd &`) starts with it ignored, and Python then raises no KeyboardInterrupt
     p = subprocess.Popen([sys.executable, str(JOB), 'forever'], env={**os.environ, 'FASTREPRO_RUNS': str(runs)},
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 300
     while not list(runs.glob('*.json')) and time.time() < deadline and p.poll() is None: time.sleep(0.1)
     assert list(runs.glob('*.json')), 'the fit never started: ' + p.communicate()[1][-2000:]
     time.sleep(2)  # some epochs in
     p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=120)
+    try: _, err = p.communicate(timeout=120)
+    finally: p.kill()  # never leave a fit running for the rest of the suite
     assert p.returncode != 0 and 'KeyboardInterrupt' in err, err[-2000:]
     [f] = runs.glob('*.json')
     m = load_manifest(f)
