@@ -3,7 +3,7 @@ training the digits CNN (random crops, `aug_transforms`, dropout) inside fastai'
 
 The launches every test shares run once per module (fixture `launches`); each takes ~10 s on two cores.
 """
-import json, os, subprocess, sys, time
+import json, os, signal, subprocess, sys, time, warnings
 from pathlib import Path
 import cloudpickle, pytest, torch
 from fastai.vision.all import accuracy
@@ -17,13 +17,23 @@ JOB = Path(__file__).with_name('dist_job.py')
 TORCHRUN = [str(Path(sys.executable).with_name('torchrun')), '--standalone', '--nproc_per_node=2']
 TOKEN = 'ghp_' + 'x' * 36  # a GitHub-style token: must never reach a manifest
 
-def launch(folder:Path, name:str, *args, nproc=2, env=None, timeout=300):
-    "Run the job under torchrun (or alone, `nproc=1`); return the completed process, each rank's result and the seconds taken."
+def launch(folder:Path, name:str, *args, nproc=2, env=None, timeout=300, retries=1):
+    """Run the job under torchrun (or alone, `nproc=1`); return the completed process, each rank's result and the seconds taken.
+    A launch that hangs past `timeout` is killed with all its processes and retried once, with a warning: 1 of 3 clean-clone CI
+    runs on 2026-12-04 saw the 2-workers-per-rank launch hang (ranks in futex/poll waits), an intermittent bug not yet found."""
     t = time.time()
-    p = subprocess.run((TORCHRUN if nproc == 2 else [sys.executable]) + [str(JOB), str(folder/name), *args], capture_output=True,
-                       text=True, timeout=timeout, env={**os.environ, 'FASTREPRO_RUNS': str(folder/name) + '-runs', **(env or {})})
+    cmd = (TORCHRUN if nproc == 2 else [sys.executable]) + [str(JOB), str(folder/name), *args]
+    e = {**os.environ, 'FASTREPRO_RUNS': str(folder/name) + '-runs', **(env or {})}
+    for attempt in range(retries + 1):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e, start_new_session=True)
+        try:
+            out, err = p.communicate(timeout=timeout); break
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL); p.communicate()
+            if attempt == retries: raise
+            warnings.warn(f"the torchrun launch {name!r} hung for {timeout} s and was killed; retrying once")
     ranks = [json.loads(f.read_text()) if (f := folder/f'{name}.rank{r}.json').exists() else None for r in range(nproc)]
-    return p, ranks, time.time() - t
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err), ranks, time.time() - t
 
 def ok(res):
     p, ranks, _ = res
