@@ -433,9 +433,7 @@ class _TracedFit:
         if self.checkpoints is not None:
             learn.model_dir, every = self.checkpoints  # an absolute folder: the checkpoints stay in find_divergence's
             cbs.append(ReproCheckpoint(every=every, keep=None))
-        learn.add_cbs(cbs)
-        try: self.fit(learn) if self.resume is None else learn.resume(self.resume, fit=self.fit)
-        finally: learn.remove_cbs(cbs)
+        with learn.added_cbs(cbs): self.fit(learn) if self.resume is None else learn.resume(self.resume, fit=self.fit)
 
 # %% ../nbs/13_diverge.ipynb #9974f974
 def _fresh_pair(make_learner, fit, folder:Path, tag:str, timeout, max_steps, checkpoint_every=None, **kwargs) -> tuple:

@@ -36,13 +36,9 @@ def fit_digits(learn): learn.fit_one_cycle(1, 1e-2)
 def traced(make, fit, path:Path, what='light', steps=STEPS, **trace_kwargs) -> tuple:
     "Train `fit(make())` in this process for `steps` training steps with a `TraceCallback` writing `path`; return (path, learner)."
     learn = make()
-    with learn.no_bar(), learn.no_logging(): fit_cbs(learn, fit, [TraceCallback(path, what=what, **trace_kwargs), _StopAfter(steps)])
+    with learn.no_bar(), learn.no_logging(), learn.added_cbs([TraceCallback(path, what=what, **trace_kwargs), _StopAfter(steps)]): fit(learn)
     return path, learn
 
-def fit_cbs(learn, fit, cbs):
-    learn.add_cbs(cbs)
-    try: fit(learn)
-    finally: learn.remove_cbs(cbs)
 
 def pair(tmp_path, make, fit=fit_digits, what='light', **kwargs):
     "Two in-process runs of `fit(make())`, traced and compared."
