@@ -68,8 +68,17 @@ class ReproDistributedDL(DistributedDL):
 def _broadcast(self:ReproDistributedDL, t, rank):
     "Rank `rank`'s list on every rank, on the device the backend needs (CUDA for NCCL; the CPU for gloo)."
     t = torch.tensor(t, dtype=torch.long, device='cuda' if dist.get_backend() == 'nccl' else 'cpu')
-    dist.broadcast(t, rank)
+    work = dist.broadcast(t, rank, async_op=True)
+    work.wait()
+    # Held until the next pass, so that the backend's thread never frees them: workers are forked right after this call,
+    # and a fork while that thread frees Python objects can hang the worker (CPython < 3.11.10, gh-112275).
+    self._last_broadcast = (work, t)
     return t.cpu().tolist()
+
+@patch
+def __getstate__(self:ReproDistributedDL):
+    "Pickled (for workers that are spawned rather than forked) without the last broadcast's work, which cannot be."
+    return {k: v for k, v in vars(self).items() if k != '_last_broadcast'}
 
 # %% ../nbs/12_distributed.ipynb #6928b3fb
 @patch

@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/diverge.html.md"""
 
 # %% ../nbs/13_diverge.ipynb #d086ac5e
 from __future__ import annotations
-import json, os, re, shutil, tempfile, time
+import json, os, shutil, tempfile, time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -17,7 +17,7 @@ from fastai.callback.core import Callback, CancelFitException
 from fastai.callback.schedule import LRFinder
 from .manifest import runs_dir, new_run_id, unwrap_model
 from .verify import fresh_payload, run_fresh
-from .resume import ReproCheckpoint, _positive_int
+from .resume import ReproCheckpoint, parse_checkpoint_name, _positive_int
 
 # %% auto #0
 __all__ = ['DIGEST', 'PHASES', 'RECORDS', 'LEVELS', 'TRACE_FORMAT', 'digest', 'TraceCallback', 'TraceError', 'Trace',
@@ -446,9 +446,6 @@ def _fresh_pair(make_learner, fit, folder:Path, tag:str, timeout, max_steps, che
         results = list(ex.map(lambda i: run_fresh(payloads[i], timeout, f'{tag} {"AB"[i]}'), range(2)))
     return load_trace(paths[0]), load_trace(paths[1]), results[0]['manifests']
 
-# %% ../nbs/13_diverge.ipynb #2f6784bc
-_CKPT = re.compile(r'(?P<run>.+)-e(?P<epoch>\d+)-b(?P<batch>\d+)\.pth')  # `ReproCheckpoint`'s file names
-
 # %% ../nbs/13_diverge.ipynb #2e35844e
 def _step_at(trace:Trace, fit:int, epoch:int, batch:int) -> int|None:
     "The step number of `trace`'s line for (`fit`, `epoch`, `batch`), read from the line's start without parsing it."
@@ -460,8 +457,8 @@ def _checkpoint_before(light:DivergenceReport, folder:Path, manifests:list) -> t
     "Run A's newest checkpoint taken at or before the divergent step, and the step it resumes at; (None, 0) if there is none."
     f, e, b = (light.step[k] for k in ('fit', 'epoch', 'batch'))
     run = next((m['run_id'] for m in manifests if m['randomness'].get('fit') == f), None)
-    found = sorted(((int(m['epoch']), int(m['batch'])), p) for p in folder.glob('*.pth')
-                   if (m := _CKPT.fullmatch(p.name)) and m['run'] == run and (int(m['epoch']), int(m['batch'])) <= (e, b))
+    found = sorted(((c.epoch, c.batch), p) for p in folder.glob('*.pth')
+                   if (c := parse_checkpoint_name(p)) and c.prefix == run and (c.epoch, c.batch) <= (e, b))
     for (ep, ba), p in reversed(found):
         if (step := _step_at(light.traces[0], f, ep, ba)) is not None: return p, step
     return None, 0

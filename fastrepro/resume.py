@@ -10,6 +10,7 @@ import hashlib, inspect, json, os, pickle, re, signal, subprocess, sys, tempfile
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 import cloudpickle, numpy as np, torch
 from fastcore.basics import patch, noop
 from fastcore.foundation import L
@@ -24,15 +25,16 @@ from .seed import KEY_SCHEME, rng_states, active_purpose_seeds
 from .data import release_dls
 from .callback import ReproCallback
 from .fingerprint import hash_file
-from .verify import FreshRunError, _bits_equal
+from .verify import FreshRunError, fresh_env, _bits_equal
 from .manifest import _atomic_write, _fsync_dir, _data_fingerprint, remove_orphans, write_manifest, load_manifest, file_artifact
 
 # %% auto #0
 __all__ = ['CHECKPOINT_FORMAT', 'CHECKPOINT_VERSION', 'CALLBACK_STATE', 'OMITTABLE', 'to_plain', 'encode_args', 'decode_args',
            'outer_call', 'callback_state', 'recorder_state', 'set_recorder_state', 'opt_state', 'load_opt_state',
-           'ReproCheckpoint', 'write_checkpoint', 'pending_grads', 'checkpoint_state', 'CheckpointError',
-           'load_checkpoint', 'CheckpointMismatch', 'checkpoint_mismatches', 'check_checkpoint', 'find_checkpoint',
-           'first_difference', 'ResumeReport', 'verify_resume']
+           'checkpoint_name', 'CheckpointName', 'parse_checkpoint_name', 'ReproCheckpoint', 'write_checkpoint',
+           'pending_grads', 'checkpoint_state', 'CheckpointError', 'load_checkpoint', 'CheckpointMismatch',
+           'checkpoint_mismatches', 'check_checkpoint', 'find_checkpoint', 'first_difference', 'ResumeReport',
+           'verify_resume']
 
 # %% ../nbs/11_resume.ipynb #8928c0df
 CHECKPOINT_FORMAT = 'fastrepro-checkpoint'
@@ -138,7 +140,22 @@ def load_opt_state(opt, sd:dict):
     opt.load_state_dict(sd)
 
 # %% ../nbs/11_resume.ipynb #6f608e23
+def checkpoint_name(prefix:str, epoch:int, batch:int) -> str:
+    "The file name of the checkpoint that `prefix` (a run id, or `fname` and the fit) takes at (`epoch`, `batch`)."
+    return f"{prefix}-e{epoch}-b{batch}.pth"
+
+# %% ../nbs/11_resume.ipynb #38fc293a
+class CheckpointName(NamedTuple):
+    "What a checkpoint's file name says: whose it is and where in the fit it was taken."
+    prefix:str; epoch:int; batch:int
+
 _CKPT_NAME = re.compile(r'(?P<prefix>.+)-e(?P<epoch>\d+)-b(?P<batch>\d+)\.pth')
+
+# %% ../nbs/11_resume.ipynb #a5e7f39f
+def parse_checkpoint_name(name) -> CheckpointName|None:
+    "`checkpoint_name`'s inverse: the prefix, epoch and batch of a checkpoint's file name (or path); None for any other file."
+    m = _CKPT_NAME.fullmatch(Path(name).name)
+    return CheckpointName(m['prefix'], int(m['epoch']), int(m['batch'])) if m else None
 
 # %% ../nbs/11_resume.ipynb #86ce3812
 def _active_repro(learn):
@@ -248,7 +265,7 @@ def save(self:ReproCheckpoint, epoch:int, batch:int) -> Path:
     "Snapshot the state at position (`epoch`, `batch`), and write it in the background; return the path it will have."
     if self.m is None: raise RuntimeError("ReproCheckpoint has no manifest to name the checkpoint by: was the fit counted?")
     self.wait()  # one write at a time, in order; a failed one raises here
-    dest = self.folder()/f"{self.prefix()}-e{epoch}-b{batch}.pth"
+    dest = self.folder()/checkpoint_name(self.prefix(), epoch, batch)
     state = checkpoint_state(self.learn, self, epoch, batch)  # copies: training may go on at once
     self._writer = threading.Thread(target=self._finish, args=(state, dest), name='ReproCheckpoint')
     self._writer.start()
@@ -280,7 +297,7 @@ def wait(self:ReproCheckpoint):
 @patch
 def _mine(self:ReproCheckpoint) -> list:
     "This run's checkpoints on disk (an interrupted process's too), newest first."
-    return sorted((p for p in self.folder().glob(f"{self.prefix()}-e*-b*.pth") if _CKPT_NAME.fullmatch(p.name)),
+    return sorted((p for p in self.folder().glob('*.pth') if (c := parse_checkpoint_name(p)) and c.prefix == self.prefix()),
                   key=lambda p: p.stat().st_mtime_ns, reverse=True)
 
 # %% ../nbs/11_resume.ipynb #ac2f0aa4
@@ -304,7 +321,7 @@ def _artifacts(self:ReproCheckpoint) -> list:
 # %% ../nbs/11_resume.ipynb #2a430df6
 def _list_checkpoints(m:dict, checkpoints:list):
     "Set `m`'s checkpoint artifacts to `checkpoints`, keeping its other artifacts."
-    m['artifacts'] = [a for a in m['artifacts'] if not _CKPT_NAME.fullmatch(Path(a['path']).name)] + checkpoints
+    m['artifacts'] = [a for a in m['artifacts'] if not parse_checkpoint_name(a['path'])] + checkpoints
 
 # %% ../nbs/11_resume.ipynb #c2aea208
 def pending_grads(model) -> dict:
@@ -420,7 +437,7 @@ def check_checkpoint(learn, state:dict, strict:bool=True, path=None):
 def find_checkpoint(learn) -> tuple:
     "The newest checkpoint under `learn.path/learn.model_dir` that belongs to `learn`, as (path, state)."
     folder = Path(learn.path)/learn.model_dir
-    found = sorted((p for p in folder.glob('*.pth') if _CKPT_NAME.fullmatch(p.name)), key=lambda p: p.stat().st_mtime_ns, reverse=True) if folder.is_dir() else []
+    found = sorted((p for p in folder.glob('*.pth') if parse_checkpoint_name(p)), key=lambda p: p.stat().st_mtime_ns, reverse=True) if folder.is_dir() else []
     if not found: raise FileNotFoundError(f"no checkpoint to resume in {folder}: fit with `cbs=ReproCheckpoint()` first, or pass `ckpt`")
     skipped = []
     for p in found:
@@ -614,8 +631,8 @@ def _run_child(make_learner, fit, folder:Path, tag:str, timeout=None, **opts) ->
     folder.mkdir(parents=True, exist_ok=True)
     pin, pout = folder/f'{tag}.payload', folder/f'{tag}.pt'
     pin.write_bytes(cloudpickle.dumps((make_learner, fit, dict(dict(threads=1, num_workers=None, cut=None, kill_at=None, resume=False, omit=()), models=str(folder/'models'), **opts))))
-    env = {**os.environ, 'FASTREPRO_RUNS': str(folder/'runs'), 'FASTREPRO_MLFLOW': 'off'}
-    res = subprocess.run([sys.executable, '-c', _CHILD, str(pin), str(pout)], capture_output=True, text=True, timeout=timeout, cwd=os.getcwd(), env=env)
+    res = subprocess.run([sys.executable, '-c', _CHILD, str(pin), str(pout)], capture_output=True, text=True, timeout=timeout,
+                         cwd=os.getcwd(), env=fresh_env(folder/'runs'))
     if res.returncode == -signal.SIGKILL and opts.get('kill_at') is not None: return None
     if res.returncode != 0: raise FreshRunError(res.returncode, res.stderr, tag)
     if opts.get('kill_at') is not None: raise RuntimeError(f"the {tag} run ended before its checkpoint number {opts['kill_at']}: cut earlier")

@@ -20,8 +20,8 @@ from .manifest import runs_dir, write_manifest, diff_manifests
 from .fingerprint import _tensor_bytes
 
 # %% auto #0
-__all__ = ['CHECKS', 'ENV_LAYERS', 'RunRecorder', 'history_cells', 'run_once', 'fresh_payload', 'FreshRunError', 'run_fresh',
-           'RunComparison', 'ReproReport', 'environment_diff', 'verify_reproducible']
+__all__ = ['CHECKS', 'ENV_LAYERS', 'RunRecorder', 'history_cells', 'run_once', 'fresh_env', 'fresh_payload', 'FreshRunError',
+           'run_fresh', 'RunComparison', 'ReproReport', 'environment_diff', 'verify_reproducible']
 
 # %% ../nbs/04_verify.ipynb #6f813b9d
 class RunRecorder(Callback):
@@ -82,6 +82,12 @@ def _fit_with(learn, fit, cb):
     try: fit(learn)
     finally: learn.remove_cb(cb)
 
+# %% ../nbs/04_verify.ipynb #3fc646d8
+def fresh_env(runs # the fresh run's runs folder, where its manifests go
+             ) -> dict:
+    "The environment of a fresh run: the caller's, with `runs` as its runs folder, MLflow logging off, and a hash seed of its own."
+    return {**os.environ, 'FASTREPRO_RUNS': str(runs), 'FASTREPRO_MLFLOW': 'off', 'PYTHONHASHSEED': 'random'}
+
 # %% ../nbs/04_verify.ipynb #756f0164
 _CHILD = "import sys; from fastrepro.verify import _child_main; _child_main(sys.argv[1], sys.argv[2])"
 
@@ -118,7 +124,7 @@ def run_fresh(payload:bytes, # from `fresh_payload`
         pin, pout = Path(d)/'payload.pkl', Path(d)/'result.pt'
         pin.write_bytes(payload)
         res = subprocess.run([sys.executable, '-c', _CHILD, str(pin), str(pout)], capture_output=True, text=True, timeout=timeout,
-                             cwd=os.getcwd(), env={**os.environ, 'FASTREPRO_RUNS': str(Path(d)/'runs'), 'FASTREPRO_MLFLOW': 'off'})
+                             cwd=os.getcwd(), env=fresh_env(Path(d)/'runs'))
         if res.returncode != 0 or not pout.exists(): raise FreshRunError(res.returncode, res.stderr, tag)
         r = torch.load(pout, weights_only=True)  # plain tensors, lists and strings: nothing to unpickle
     return dict(r, manifests=[json.loads(t) for t in r['manifests']])

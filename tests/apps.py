@@ -9,14 +9,16 @@ The data ships with Python and scikit-learn (nothing downloads): scikit-learn's 
 digit masks written next to them, standard-library docstrings as text, breast-cancer as a table, digits as ratings.
 
     python tests/apps.py APP [APP ...] [--workers 0] [--history one_batch,validate|all] [--stock]
+    python tests/apps.py matrix [--part 0/2]
 
 prints one JSON line `{app: result}` (an app that raises gives `{"error": ...}` and the exit status is 1);
-`python tests/apps.py matrix` prints `matrix(all apps)`, which `tests/test_apps.py` checks.
+`python tests/apps.py matrix --part 0/2` prints part 0 of 2 of `matrix(all apps)`; `tests/test_apps.py` runs both parts.
 Results depend bitwise on torch's thread count: compare runs made with the same `OMP_NUM_THREADS`.
 """
 from __future__ import annotations
-import argparse, atexit, contextlib, hashlib, importlib, inspect, json, os, shutil, sys, tempfile, traceback
+import argparse, atexit, contextlib, hashlib, importlib, inspect, json, os, shutil, sys, tempfile, time, traceback
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable
 import numpy as np, pandas as pd, torch
@@ -36,6 +38,7 @@ N_DIGITS = 400  # the digit images the vision apps use: indices < 400, 320 train
 HISTORY = {
     'one_batch': lambda l: l.dls.train.one_batch(),
     'show_batch': lambda l: l.dls.show_batch(max_n=4, show=False),
+    'summary': lambda l: l.summary(),
     'validate': lambda l: l.validate(),
     'get_preds': lambda l: l.get_preds(),
     'lr_find': lambda l: l.lr_find(show_plot=False, num_it=10),
@@ -236,7 +239,7 @@ def lm_dblock():
 def lm_dls(workers:int):
     return _dataloaders(*_cached_dsets('lm', lm_dblock), bs=16, num_workers=workers, path=tmp_dir())
 
-@_app('text_lm', lambda l: l.fit_one_cycle(1, 2e-2), history=('one_batch', 'show_batch', 'validate', 'lr_find'))
+@_app('text_lm', lambda l: l.fit_one_cycle(1, 2e-2), history=('one_batch', 'show_batch', 'summary', 'validate', 'lr_find'))
 def make_text_lm(workers:int, repro:bool=True):
     "TextBlock.from_df(is_lm=True) on stdlib docstrings (LMDataLoader); language_model_learner(AWD_LSTM, small config, pretrained=False)."
     from fastai.text.all import language_model_learner, AWD_LSTM, Perplexity
@@ -423,36 +426,66 @@ def result(learn, steps) -> dict:
         for step in steps: step(learn)
     return dict(weights=weights_hash(learn.model), epochs=rec.epochs)
 
-def run_app(name:str, workers:int=0, history=(), repro:bool=True) -> dict:
-    "`result(make(workers, repro), [history..., fit])` for the app `name`."
+def run_app(name:str, workers:int=0, history=(), repro:bool=True, between:bool=False) -> dict:
+    "`result(make(workers, repro), [history..., fit])` for the app `name`; with `between`, `[fit, history..., fit]`."
     app = APPS[name]
     bad = [h for h in history if h not in app.history]
     if bad: raise ValueError(f"{name} does not support history {bad}; it supports {list(app.history)}")
-    return result(app.make(workers, repro=repro), [HISTORY[h] for h in history] + [app.fit])
+    cells = [HISTORY[h] for h in history]
+    return result(app.make(workers, repro=repro), [app.fit] + cells + [app.fit] if between else cells + [app.fit])
 
-CONTRAST = {'vision_lr_find_fine_tune': ('lr_find',), 'text_lm': ('one_batch', 'validate')}  # the two flows stock fastai breaks
+# The flows stock fastai breaks (a history cell, or 'w2': 2 workers), which `matrix` also trains without fastrepro.
+CONTRAST = {'vision_lr_find_fine_tune': ('lr_find',), 'text_lm': ('one_batch', 'validate'), 'vision_factory': ('w2',)}
+BETWEEN = ('vision_factory', 'text_lm', 'tabular')  # apps whose history cells also run between two fits
 
-def matrix(names) -> dict:
-    "For each app: a plain fit with 0 and with 2 workers, and one after all its history cells; stock fastai on the contrast flows."
-    out = {}
+def _stock(name, variant):
+    "Stock fastai's fit of app `name` after the history cell `variant`, or with 2 workers when `variant` is 'w2'."
+    return run_app(name, 2, repro=False) if variant == 'w2' else run_app(name, 0, (variant,), repro=False)
+
+def flows(n) -> dict:
+    "The flows of app `n` besides its plain fit, by key: 2 workers, history before the fit (and between two), stock fastai."
+    out = {f'{n}/w2': lambda: run_app(n, 2), f'{n}/history': lambda: run_app(n, 0, APPS[n].history)}
+    if n in BETWEEN: out.update({f'{n}/two_fits': lambda: run_app(n, between=True),
+                                 f'{n}/between': lambda: run_app(n, 0, APPS[n].history, between=True)})
+    if n in CONTRAST: out.update({f'stock/{n}/w0': lambda: run_app(n, 0, repro=False),
+                                  **{f'stock/{n}/{v}': partial(_stock, n, v) for v in CONTRAST[n]}})
+    return out
+
+# Seconds each app's flows took on two cores (`matrix` prints them); only their rough sizes matter: they balance the parts.
+COST = dict(vision_lr_find_fine_tune=40, segmentation=40, text_classifier=30, text_lm=30, vision_factory=15, tabular=10,
+            collab=8, mixup=10, cutmix=10, grad_accum=8, save_early=8, weighted=6, plain_torch=4)
+
+def owners(names, parts:int) -> dict:
+    "Each app's part: the costliest apps first, each to the part with the least cost so far."
+    load, out = [0] * parts, {}
+    for n in sorted(names, key=lambda n: -COST.get(n, 10)):
+        out[n] = load.index(min(load)); load[out[n]] += COST.get(n, 10)
+    return out
+
+def matrix(names, part:int=0, parts:int=1) -> dict:
+    """Part `part` of `parts` of the contract matrix. Every part trains every app's plain fit (`app/w0`), so two parts in
+    two processes show fresh-process identity; each app's other `flows` are trained by its own part only (`owners`)."""
+    out, own = {}, owners(names, parts)
     for n in names:
-        out[f'{n}/w0'], out[f'{n}/w2'] = run_app(n, 0), run_app(n, 2)
-        out[f'{n}/history'] = run_app(n, 0, APPS[n].history)
-    for n, cells in CONTRAST.items():
-        out[f'stock/{n}/w0'] = run_app(n, 0, repro=False)
-        for c in cells: out[f'stock/{n}/{c}'] = run_app(n, 0, (c,), repro=False)
+        t = time.time()
+        out[f'{n}/w0'] = run_app(n, 0)
+        if own[n] == part: out.update({k: f() for k, f in flows(n).items()})
+        print(f"{n}: {time.time() - t:.1f} s", file=sys.stderr)
     return out
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('apps', nargs='+', help=f"app names: {', '.join(APPS)} (or 'all'); 'matrix' runs `matrix` on all of them")
+    p.add_argument('--part', default='0/1', help="with 'matrix': the part to run, as PART/PARTS, e.g. 0/2")
     p.add_argument('--workers', type=int, default=0, help='DataLoader worker processes')
     p.add_argument('--history', default='', help="comma-separated HISTORY cells to run before the fit, or 'all' (each app's own)")
     p.add_argument('--stock', action='store_true', help='stock fastai: no ReproCallback')
     a = p.parse_args(argv)
     os.environ.setdefault('FASTREPRO_RUNS', str(tmp_dir()/'runs'))  # manifests: keep them out of the working directory
     if a.apps == ['matrix']:
-        with contextlib.redirect_stdout(sys.stderr): out = matrix(list(APPS))
+        part, parts = map(int, a.part.split('/'))
+        if not 0 <= part < parts: p.error(f"--part must be PART/PARTS with 0 <= PART < PARTS, got {a.part}")
+        with contextlib.redirect_stdout(sys.stderr): out = matrix(list(APPS), part, parts)
         print(json.dumps(out)); return 0
     names = list(APPS) if a.apps == ['all'] else a.apps
     unknown = [n for n in names if n not in APPS]

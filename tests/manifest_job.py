@@ -3,8 +3,10 @@
 python tests/manifest_job.py digits DATA SEED LR   a digits CNN on the PNG folder DATA
 python tests/manifest_job.py tabular START         a wine learner that starts fitting at unix time START
 python tests/manifest_job.py forever               a wine learner fitting until it is interrupted
+python tests/manifest_job.py serve                 reads such commands from stdin, one JSON list per line, and runs each
+                                                   in turn (one fresh process for several runs: the caller may change files between them)
 """
-import sys, time, warnings
+import json, sys, time, warnings
 warnings.filterwarnings('ignore')
 from fastai.vision.all import accuracy
 from fastrepro.all import repro_learner, digits_dblock, digits_cnn, wine_learner
@@ -24,6 +26,14 @@ def forever():
     learn = wine_learner(seed=0, layers=(8,))
     with learn.no_bar(), learn.no_logging(): learn.fit(1_000_000, 1e-3)
 
+JOBS = {'digits': digits, 'tabular': tabular, 'forever': forever}
+
+def serve():
+    "One JSON list of arguments per line on stdin; each manifest's path on stdout, after `manifest: `."
+    for line in sys.stdin:
+        job, *args = json.loads(line)
+        print(f'manifest: {JOBS[job](*args).repro_manifest}', flush=True)
+
 if __name__ == '__main__':
-    learn = {'digits': digits, 'tabular': tabular, 'forever': forever}[sys.argv[1]](*sys.argv[2:])
-    print(learn.repro_manifest)
+    if sys.argv[1] == 'serve': serve()
+    else: print(JOBS[sys.argv[1]](*sys.argv[2:]).repro_manifest)

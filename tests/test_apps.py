@@ -1,18 +1,19 @@
-"""The contract on every fastai application in `tests/apps.py`: history independence and worker invariance for all of
-them, fresh-process identity for a representative few, and stock fastai failing the two flows fastrepro fixes."""
+"""The contract on every fastai application in `tests/apps.py`, in fresh processes: fresh-process identity, history
+independence and worker invariance for all of them, history between two fits for a few, and stock fastai failing the
+flows fastrepro fixes (the negative controls: the same harness does see a difference where there is one)."""
 import json, os, subprocess, sys
 from pathlib import Path
 import pytest
-from apps import APPS, CONTRAST, check_mask_alignment
+from apps import APPS, BETWEEN, CONTRAST, check_mask_alignment
 
 APPS_PY = Path(__file__).parent/'apps.py'
-FRESH = ('vision_lr_find_fine_tune', 'segmentation', 'text_lm', 'text_classifier', 'tabular', 'plain_torch')
 pytestmark = pytest.mark.slow
 
-def _start(args, tmp):
-    # One torch thread: two of these processes share the two cores, and results depend bitwise on the thread count.
+def _start(part, tmp):
+    # One torch thread: the two processes share the two cores, and results depend bitwise on the thread count.
     env = {**os.environ, 'OMP_NUM_THREADS': '1', 'FASTREPRO_RUNS': str(tmp/'runs')}
-    return subprocess.Popen([sys.executable, str(APPS_PY), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen([sys.executable, str(APPS_PY), 'matrix', '--part', f'{part}/2'], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
 
 def _finish(p):
     out, err = p.communicate(timeout=1800)
@@ -20,38 +21,49 @@ def _finish(p):
     return json.loads(out.strip().splitlines()[-1])
 
 @pytest.fixture(scope='module')
-def runs(tmp_path_factory):
-    "The matrix in one fresh process and the plain runs of `FRESH` in another, side by side."
+def parts(tmp_path_factory):
+    "The matrix in two fresh processes, side by side: each trains every app's plain fit, and its own apps' other flows."
     tmp = tmp_path_factory.mktemp('apps')
-    procs = [_start(['matrix'], tmp), _start(list(FRESH), tmp)]
+    procs = [_start(part, tmp) for part in (0, 1)]
     return [_finish(p) for p in procs]
 
+def owner(parts, app) -> dict:
+    "The part that trained `app`'s flows: they are compared with its own plain fit, made in the same process."
+    return next(p for p in parts if f'{app}/w2' in p)
+
 @pytest.mark.parametrize('app', list(APPS))
-def test_history_independence(runs, app):
-    m = runs[0]
+def test_fresh_process_identity(parts, app):
+    a, b = (part[f'{app}/w0'] for part in parts)
+    assert a == b, f"{app}: two fresh processes trained to other weights or metrics"
+
+@pytest.mark.parametrize('app', list(APPS))
+def test_history_independence(parts, app):
+    m = owner(parts, app)
     assert m[f'{app}/history'] == m[f'{app}/w0'], f"{app}: {', '.join(APPS[app].history)} before the fit changed it"
 
+@pytest.mark.parametrize('app', BETWEEN)
+def test_history_between_two_fits(parts, app):
+    m = owner(parts, app)
+    assert m[f'{app}/between'] == m[f'{app}/two_fits'], f"{app}: {', '.join(APPS[app].history)} between two fits changed the second"
+    assert m[f'{app}/two_fits']['weights'] != m[f'{app}/w0']['weights']  # the second fit did train
+
 @pytest.mark.parametrize('app', list(APPS))
-def test_worker_invariance(runs, app):
-    m = runs[0]
+def test_worker_invariance(parts, app):
+    m = owner(parts, app)
     assert m[f'{app}/w2'] == m[f'{app}/w0'], f"{app}: 2 workers trained to other weights than 0"
 
-@pytest.mark.parametrize('app', FRESH)
-def test_fresh_process_identity(runs, app):
-    assert runs[1][app] == runs[0][f'{app}/w0']
-
-def test_every_app_trains_its_own_model(runs):
+def test_every_app_trains_its_own_model(parts):
     "A guard against a harness that ignores its configuration: every app recorded epochs, and no two share weights."
-    m = runs[0]
-    assert all(m[f'{a}/w0']['epochs'] for a in APPS)
-    assert len({m[f'{a}/w0']['weights'] for a in APPS}) == len(APPS)
-    assert len(m['save_early/w0']['epochs']) == 2  # early stopping ended the 3-epoch fit
+    w0 = {a: parts[0][f'{a}/w0'] for a in APPS}
+    assert all(r['epochs'] for r in w0.values())
+    assert len({r['weights'] for r in w0.values()}) == len(APPS)
+    assert len(w0['save_early']['epochs']) == 2  # early stopping ended the 3-epoch fit
 
-@pytest.mark.parametrize('app', list(CONTRAST))
-def test_stock_fastai_breaks_the_flow(runs, app):
-    "The contrast, and the negative control of this harness: without fastrepro, these cells before the fit change it."
-    m = runs[0]
-    for cell in CONTRAST[app]: assert m[f'stock/{app}/{cell}']['weights'] != m[f'stock/{app}/w0']['weights'], cell
+@pytest.mark.parametrize('app,variant', [(a, v) for a, vs in CONTRAST.items() for v in vs])
+def test_stock_fastai_breaks_the_flow(parts, app, variant):
+    "The contrast, and the negative control of this harness: without fastrepro, this cell before the fit (or 2 workers) changes it."
+    m = owner(parts, app)
+    assert m[f'stock/{app}/{variant}']['weights'] != m[f'stock/{app}/w0']['weights'], variant
 
 def test_segmentation_crops_image_and_mask_together():
     r = check_mask_alignment()

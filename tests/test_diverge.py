@@ -15,8 +15,10 @@ from fastai.optimizer import Optimizer, weight_decay, average_grad, average_sqr_
 from fastai.vision.all import accuracy, CrossEntropyLossFlat, Transform, PILImage
 from fastrepro.diverge import TraceCallback, TraceError, compare_traces, find_divergence, load_trace, _StopAfter
 from fastrepro.examples import digits_cnn, digits_dblock, digits_path
+from fastrepro.resume import parse_checkpoint_name
 from fastrepro.learner import repro_learner
 import apps
+from helpers import run_cli
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the fresh processes cannot import this test module
 STEPS = 8  # training steps per planted run: the plants act at step 0 or 5
@@ -224,12 +226,9 @@ def test_a_killed_runs_trace_compares_up_to_its_last_complete_step(traces, tmp_p
     assert r.identical and r.compared == 3 and 'trace B is cut off after its last complete step' in r.verdict(), r
 
 def cli(*args):
-    "`fastrepro ARGS` in this process (the console script's `main`): (exit code, stdout, stderr)."
-    import contextlib, io
-    from fastrepro.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err): rc = main([*map(str, args)])
-    return rc, out.getvalue(), err.getvalue()
+    "`fastrepro ARGS` in this process: (exit code, stdout, stderr)."
+    r = run_cli(*args)
+    return r.returncode, r.stdout, r.stderr
 
 def test_cli_diverge_exit_codes(traces, tmp_path):
     rc, out, _ = cli('diverge', traces/'a.jsonl', traces/'same.jsonl')
@@ -273,4 +272,4 @@ def test_replay_from_the_last_checkpoint_names_the_module(tmp_path):
     assert '-e0-b10.pth with the full level on step 12' in r.note and 'replayed steps 10..12' in r.note, r.note
     replay = load_trace(tmp_path/'replay-a.jsonl')
     assert [replay.step(i)['step'] for i in range(len(replay))] == [10, 11, 12]  # resumed at step 10, not replayed from 0
-    assert {p.name.split('-e')[1] for p in (tmp_path/'checkpoints').glob('*.pth')} == {'0-b5.pth', '0-b10.pth', '0-b15.pth'}
+    assert {parse_checkpoint_name(p)[1:] for p in (tmp_path/'checkpoints').glob('*.pth')} == {(0, 5), (0, 10), (0, 15)}

@@ -15,6 +15,7 @@ from fastrepro.mlflow import (MLflowReproCallback, RUN_STATUS, MANIFEST_ARTIFACT
                               default_tracking_uri, register_model, sync)
 sys.path.insert(0, str(Path(__file__).parent))
 from apps import APPS
+from helpers import run_cli
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -120,8 +121,7 @@ def test_every_counted_fit_is_a_complete_mlflow_run(store, app, request, runs, t
 
 # -------------------------------------------------------------------- reading back: show, diff, runs --mlflow
 
-def _cli(*args, **kw):
-    return subprocess.run([str(BIN/'fastrepro'), *args], capture_output=True, text=True, timeout=120, **kw)
+_cli = run_cli
 
 def test_diff_of_two_mlflow_runs_is_the_diff_of_their_files(server, runs):
     a, b = _digits(mlflow=server.uri), _digits(mlflow=server.uri)

@@ -18,8 +18,6 @@ def test_the_core_works_without_mlflow():
     hint = "fastrepro.mlflow needs MLflow: pip install 'fastrepro[mlflow]'"
     assert f'load: {hint}' in r.stdout and f'module: {hint}' in r.stdout
     assert 'cli exit 2' in r.stdout and hint in r.stderr
-    assert 'fastrepro.mlflow' not in subprocess.run([sys.executable, '-c', 'import fastrepro.all, sys; print(sorted(sys.modules))'],
-                                                    capture_output=True, text=True, timeout=300).stdout
 
 def test_the_core_works_without_accelerate():
     "A single-process fit never imports fastrepro.distributed (nor fastai.distributed, which needs Accelerate)."
@@ -30,10 +28,11 @@ def test_the_core_works_without_accelerate():
         learn = synth_learner(cbs=ReproCallback(seed=1, manifest=False))
         learn.fit(1)
         print('imported', sorted(m for m in sys.modules if m.endswith('.distributed') and m.startswith('fast')))
+        print('mlflow imported:', 'fastrepro.mlflow' in sys.modules)  # MLflow is installed here: fastrepro.all still leaves it out
         try: import fastrepro.distributed
         except ImportError as e: print('module:', e)
     ''')
     r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert 'imported []' in r.stdout
+    assert 'imported []' in r.stdout and 'mlflow imported: False' in r.stdout
     assert "module: fastrepro.distributed needs Accelerate, on which fastai's distrib_ctx runs: pip install 'fastrepro[distributed]'" in r.stdout

@@ -12,8 +12,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def render() -> str:
     nb = nbformat.read(ROOT/'nbs'/'index.ipynb', as_version=4)
-    for cell in nb.cells:  # import-time warnings from dependencies are not documentation
-        if cell.cell_type == 'code': cell.outputs = [o for o in cell.outputs if o.get('name') != 'stderr']
+    for cell in nb.cells:
+        if cell.cell_type != 'code': continue
+        cell.outputs = [o for o in cell.outputs if o.get('name') != 'stderr']  # dependencies' import-time warnings
+        cell.source = re.sub(r'^#\|.*\n', '', cell.source, flags=re.M)  # nbdev directives, which the rendered docs hide too
     body, _ = MarkdownExporter(exclude_raw=True).from_notebook_node(nb)
     body = re.sub(r'<style.*?</style>\s*', '', body, flags=re.S)  # progress-bar and table CSS, noise on GitHub
     return re.sub(r'\n{3,}', '\n\n', body).strip() + '\n'

@@ -1,0 +1,27 @@
+"""Helpers the test modules share (`from helpers import run_cli`).
+
+`run_cli` runs the `fastrepro` command in this process, through the function its console script calls, so a test does not
+pay a fresh interpreter's import of torch and fastai (about 8 s on two cores) for each command. The console script
+itself, as a real subprocess, is checked once, in `tests/test_diverge.py::test_cli_diverge_exit_codes`.
+"""
+import contextlib, io, os, subprocess
+
+def run_cli(*args, env:dict=None) -> subprocess.CompletedProcess:
+    "`fastrepro ARGS` with the variables `env` set meanwhile: its exit code, standard output and standard error."
+    from fastrepro.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with _environ(env or {}), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try: code = main([str(a) for a in args])
+        except SystemExit as e: code = e.code  # argparse: --help, or bad usage
+    return subprocess.CompletedProcess(['fastrepro', *map(str, args)], code, out.getvalue(), err.getvalue())
+
+@contextlib.contextmanager
+def _environ(env:dict):
+    "Set the variables `env` meanwhile; then put back what was there (or nothing)."
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update({k: str(v) for k, v in env.items()})
+    try: yield
+    finally:
+        for k, v in old.items():
+            if v is None: os.environ.pop(k, None)
+            else: os.environ[k] = v
