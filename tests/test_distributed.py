@@ -89,8 +89,8 @@ def test_rank_disagreement_fails_before_training_on_every_rank(tmp_path):
     img = data/'train'/'3'/'0003.png'
     px = Image.open(img); px.putpixel((0, 0), 255 - px.getpixel((0, 0))); px.save(img)  # one pixel of one image
     # one launch for both (each field is computed on its own): rank 1 has another seed, and reads the changed image
-    p, ranks, secs = launch(tmp_path, 'mismatch', '--rank1-seed', '7', '--rank1-data', str(data), timeout=120)
-    assert p.returncode != 0 and secs < 60, secs  # no rank hangs
+    p, ranks, _ = launch(tmp_path, 'mismatch', '--rank1-seed', '7', '--rank1-data', str(data), timeout=120)  # a hang fails here
+    assert p.returncode != 0
     for r in ranks:
         assert r['error'].startswith('RankMismatch') and 'disagree before fit 0, so nothing was trained' in r['error'], r
         assert 'seed: rank 0 has 42, rank 1 has 7' in r['error'] and 'data: rank 0 has ' in r['error'], r['error']
@@ -101,8 +101,8 @@ def test_rank_disagreement_fails_before_training_on_every_rank(tmp_path):
     assert p.returncode != 0 and all(r['error'].split('trained: ')[1].startswith('data: rank 0 has ') and '; ' not in r['error'].split('trained: ')[1] for r in ranks), ranks
 
 def test_lr_find_inside_distrib_ctx_is_refused_instead_of_hanging(tmp_path):
-    p, ranks, secs = launch(tmp_path, 'lr_find', '--inside', 'lr_find', '--epochs', '1', timeout=120)
-    assert p.returncode != 0 and secs < 60
+    p, ranks, _ = launch(tmp_path, 'lr_find', '--inside', 'lr_find', '--epochs', '1', timeout=120)  # a hang fails here
+    assert p.returncode != 0
     assert all('`lr_find` inside `distrib_ctx` hangs in fastai 2.8' in r['error'] for r in ranks), ranks
 
 def _steps(ranks):
