@@ -82,6 +82,7 @@ def test_history_and_workers_checks_fail_in_fresh_processes(check, make, two_at_
     r = verify_reproducible(make, lambda learn: learn.fit(1, 1e-2), checks=(check,), executor=two_at_a_time, show_progress=False)
     assert r.checks == {check: False} and not r.identical and r.max_abs_diff > 0, r
 
+@pytest.mark.slow  # 30+ s of fresh processes: the full suite runs it, the inner loop does not
 def test_two_torch_threads_are_reproducible_too():
     "The suite runs one torch thread per process (tools/test.sh); two fresh runs with two threads each agree bitwise too."
     import cloudpickle

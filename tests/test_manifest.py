@@ -139,6 +139,7 @@ write_manifest(m, sys.argv[1]); print('wrote one', flush=True)
 while True: write_manifest(m, sys.argv[1])
 """
 
+@pytest.mark.slow  # 30+ s of fresh processes: the full suite runs it, the inner loop does not
 def test_sigkill_while_writing_leaves_no_broken_manifest(tmp_path):
     "Kill writers at varied moments and mid-write: every *.json stays whole, and a later write cleans up."
     from fastrepro.manifest import load_manifest, new_manifest, write_manifest
@@ -177,6 +178,7 @@ def test_interrupted_fit_is_recorded_as_cancelled(tmp_path):
     m = load_manifest(f)
     assert (m['status'], m['error']) == ('cancelled', 'KeyboardInterrupt') and m['results']['epochs'] and m['ended_at']
 
+@pytest.mark.slow  # 30+ s of fresh processes: the full suite runs it, the inner loop does not
 def test_concurrent_fits(tmp_path):
     "Four fresh processes end their fits at the same moment: four distinct, complete manifests."
     from fastrepro.manifest import load_manifest
