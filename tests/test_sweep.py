@@ -43,9 +43,9 @@ def test_sweep_results_are_single_fresh_runs_whatever_the_concurrency(one):
 
 @pytest.fixture(scope='module')
 def dask_executor():
-    "A real Dask cluster of 2 worker processes, one thread each."
+    "A real Dask cluster of 2 worker processes, one thread each; its dashboard on a free port (None still tries 8787)."
     distributed = pytest.importorskip('distributed')
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=':0') as cluster, \
          distributed.Client(cluster) as client:
         yield client.get_executor()
 
