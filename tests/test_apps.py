@@ -10,8 +10,9 @@ APPS_PY = Path(__file__).parent/'apps.py'
 pytestmark = pytest.mark.slow
 
 def _start(part, tmp):
-    # One torch thread: the two processes share the two cores, and results depend bitwise on the thread count.
-    env = {**os.environ, 'OMP_NUM_THREADS': '1', 'FASTREPRO_RUNS': str(tmp/'runs')}
+    # One torch thread (OMP_NUM_THREADS=1, set by conftest.py): the two processes share the two cores, and results
+    # depend bitwise on the thread count.
+    env = {**os.environ, 'FASTREPRO_RUNS': str(tmp/'runs')}
     return subprocess.Popen([sys.executable, str(APPS_PY), 'matrix', '--part', f'{part}/2'], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
 

@@ -19,14 +19,8 @@ def _digits(seed):
 
 def _fit(learn): learn.fit(1, 1e-2)
 
-@pytest.fixture(scope='module', autouse=True)
-def one_thread():
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the children cannot import this test module
-    old = os.environ.get('OMP_NUM_THREADS')
-    os.environ['OMP_NUM_THREADS'] = '1'  # single runs then train with the sweep's one thread
-    yield
-    if old is None: del os.environ['OMP_NUM_THREADS']
-    else: os.environ['OMP_NUM_THREADS'] = old
+# the children cannot import this test module; single runs train with the sweep's one thread (OMP_NUM_THREADS=1: conftest.py)
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 @pytest.fixture(scope='module')
 def one(tmp_path_factory):
