@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/callback.html.md"""
 
 # %% ../nbs/02_callback.ipynb #eb3f07d3
 from __future__ import annotations
-import warnings
+import math, time, warnings
 import torch
 from fastcore.basics import noop, patch
 from fastai.callback.core import Callback, TrainEvalCallback, CancelFitException
@@ -14,13 +14,15 @@ from fastai.callback.schedule import LRFinder
 from fastai.data.load import DataLoader
 from .seed import check_seed, check_deterministic, key, set_seed, rng_states, set_rng_states, NondeterministicOps
 from .data import reseed_dls, set_epoch, release_dls, keyed_loader
-from .manifest import start_fit_manifest, end_fit_manifest
+from .manifest import start_fit_manifest, end_fit_manifest, record_progress
 
 # %% auto #0
-__all__ = ['REBUILD_MODES', 'ReproCallback', 'tell_manifest', 'extend_manifest', 'canonical_state', 'rebuild_dls']
+__all__ = ['REBUILD_MODES', 'PROGRESS_EVERY_S', 'ReproCallback', 'tell_manifest', 'extend_manifest', 'canonical_state',
+           'rebuild_dls']
 
 # %% ../nbs/02_callback.ipynb #157046cc
 REBUILD_MODES = ('reseed', 'full')
+PROGRESS_EVERY_S = 1.0  # the running manifest is rewritten after an epoch at most this often (each write costs about 1.3 ms)
 
 # %% ../nbs/02_callback.ipynb #dcfbd4be
 class ReproCallback(Callback):
@@ -48,7 +50,7 @@ def after_create(self:ReproCallback): reseed_dls(self.dls, self._resolve('seed',
 def before_fit(self:ReproCallback):
     self.active = [cb for cb in self.learn.cbs if isinstance(cb, ReproCallback)][-1] is self
     if not self.active: return
-    self.rng, self.counted, self.cancelled, self.m, self.ops = rng_states(), False, False, None, None
+    self.rng, self.counted, self.stop, self.m, self.ops = rng_states(), False, None, None, None
     self.fit_seed, self.n = self._resolve('seed', 42), getattr(self.learn, 'repro_fits', 0)
     self.kind = 'lr_find' if any(isinstance(cb, LRFinder) for cb in self.learn.cbs) else 'eval' if self.learn.lock.locked() else 'fit'
     if self.kind == 'eval':  # validate, get_preds: free passes, and nothing reseeded
@@ -62,6 +64,7 @@ def before_fit(self:ReproCallback):
     reseed_dls(self.dls, self.fit_seed, fit)
     self._join(fit)
     self.learn._with_events = _FailedFitGuard(self)
+    if self.kind == 'fit': _AfterAll.add(self)
 
 # %% ../nbs/02_callback.ipynb #bf57f238
 @patch
@@ -95,17 +98,75 @@ def before_train(self:ReproCallback):
         self._extend(self.m)
         self.learn.repro_manifest = end_fit_manifest(self.learn, self.m, None, self.runs_dir)  # status `running`
         tell_manifest(self.learn, self.m, self.learn.repro_manifest)
+        self.written = time.monotonic()
 
 # %% ../nbs/02_callback.ipynb #61a8b0c0
 @patch
-def after_cancel_fit(self:ReproCallback): self.cancelled = True
-@patch
 def after_fit(self:ReproCallback):
-    if not self.active: return
+    "`validate`, `get_preds` and `lr_find` end here; a counted fit ends in `_AfterAll`, after every other callback's `after_fit`."
+    if self.active and self.kind != 'fit': self._finish()
+
+@patch
+def _finish(self:ReproCallback):
     _remove_guard(self.learn)
     if self.group is not None and self.kind != 'eval': self.group.after_fit(self.learn)  # on every rank: a collective
-    if self.m is not None: self._end('cancelled' if self.cancelled else 'completed')
+    if self.m is not None: self._end(*self._ending())
     self._leave()
+
+
+# %% ../nbs/02_callback.ipynb #841ea983
+def _stopper(tb) -> str|None:
+    "The class name of the innermost callback in traceback `tb`: the one that raised."
+    name = None
+    while tb is not None:
+        if isinstance(s := tb.tb_frame.f_locals.get('self'), Callback): name = type(s).__name__
+        tb = tb.tb_next
+    return name
+
+def _nonfinite_losses(learn) -> str|None:
+    "Which of the last epoch's losses are NaN or infinite, if any."
+    rec = getattr(learn, 'recorder', None)
+    if rec is None or not rec.values: return None
+    bad = [f"{n} {v}" for n, v in zip(rec.metric_names[1:-1], rec.values[-1]) if 'loss' in n and v is not None and not math.isfinite(v)]
+    return f"non-finite loss in epoch {len(rec.values) - 1}: {', '.join(bad)}" if bad else None
+
+@patch
+def _stopped(self:ReproCallback, e:CancelFitException):
+    "A callback stopped the fit as designed: remember which, and in which epoch."
+    self.stop = dict(by=_stopper(e.__traceback__), epoch=self.learn.epoch)
+
+@patch
+def _ending(self:ReproCallback) -> tuple:
+    "The status and error of a counted fit that returned; an early stop goes into the manifest as `stopped_early`."
+    stop, self.stop = self.stop, None
+    if stop and stop['by'] == 'TerminateOnNaNCallback':
+        return 'diverged', f"non-finite loss: TerminateOnNaNCallback stopped the fit in epoch {stop['epoch']}"
+    if (bad := _nonfinite_losses(self.learn)) is not None: return 'diverged', bad
+    if stop: self.m['stopped_early'] = stop
+    return 'completed', None
+
+
+# %% ../nbs/02_callback.ipynb #fdca0731
+class _AfterAll(Callback):
+    "Added by `ReproCallback` for one counted fit, ordered after every other callback: records each epoch, and ends the fit."
+    def __init__(self, repro:ReproCallback, order): self.repro, self.order = repro, order
+    @classmethod
+    def add(cls, repro:ReproCallback):
+        learn = repro.learn
+        learn.remove_cbs([cb for cb in learn.cbs if isinstance(cb, cls)])  # one a fit that raised in `before_fit` left behind
+        learn.add_cb(cls(repro, max(cb.order for cb in learn.cbs) + 1))
+    def after_epoch(self): self.repro._progress()
+    def after_fit(self):
+        self.learn.remove_cb(self)
+        self.repro._finish()
+
+# %% ../nbs/02_callback.ipynb #0732f9a8
+@patch
+def _progress(self:ReproCallback):
+    "After an epoch, once the `Recorder` has its values: rewrite the `running` manifest, so a killed fit says how far it got."
+    if self.m is None or time.monotonic() - self.written < PROGRESS_EVERY_S: return  # epochs of milliseconds: not every one
+    self.learn.repro_manifest = record_progress(self.learn, self.m, self.runs_dir)
+    self.written = time.monotonic()
 
 # %% ../nbs/02_callback.ipynb #f6c7528d
 @patch
@@ -152,6 +213,7 @@ def extend_manifest(learn, m:dict):
 @patch
 def _failed(self:ReproCallback, e:BaseException):
     _remove_guard(self.learn)
+    self.learn.remove_cbs([cb for cb in self.learn.cbs if isinstance(cb, _AfterAll)])  # fastai runs no after_fit
     try:
         if self.m is not None: self._end('cancelled' if isinstance(e, KeyboardInterrupt) else 'failed', e)
     except Exception as w: warnings.warn(f"fastrepro could not write the manifest of the fit that raised {e!r}: {w!r}")
@@ -167,7 +229,7 @@ class _FailedFitGuard:
     def __call__(self, f, event_type, ex, final=noop):
         if event_type != 'epoch': return self._pass(f, event_type, ex, final)
         try: return self._pass(f, event_type, ex, final)
-        except CancelFitException: raise  # fastai's own early stop: `after_cancel_fit` records it
+        except CancelFitException as e: self.cb._stopped(e); raise  # a stop by design: early stopping, TerminateOnNaN
         except BaseException as e: self.cb._failed(e); raise
 
 # %% ../nbs/02_callback.ipynb #bf5d16ff

@@ -7,12 +7,13 @@ Docs: https://fastrepro.github.io/fastrepro/cli.html.md"""
 # %% ../nbs/08_cli.ipynb #143ebb75
 from __future__ import annotations
 import argparse, json, sys
+from datetime import datetime, timezone
 from pathlib import Path
-from .manifest import ManifestError, is_mlflow_uri, diff_manifests, environment, hardware, env_vars, load_manifest, runs_dir
-from .sweep import SweepError, load_sweep, compare_sweeps
+from .manifest import ManifestError, uri_scheme, diff_manifests, environment, hardware, env_vars, load_manifest, runs_dir, liveness
+# fastrepro.sweep, .mlflow and .diverge are imported by the commands that use them: `show`, `diff` and `runs` start in milliseconds
 
 # %% auto #0
-__all__ = ['CHECKED', 'DIVERGE_HINT', 'main', 'resolve_run', 'show', 'runs_table', 'check_env']
+__all__ = ['CHECKED', 'DIVERGE_HINT', 'main', 'resolve_run', 'status_line', 'show', 'runs_table', 'check_env']
 
 # %% ../nbs/08_cli.ipynb #175718d1
 def _parser():
@@ -50,6 +51,7 @@ def _add_sweep(sub):
 
 # %% ../nbs/08_cli.ipynb #c6761bea
 def _sweep_cmd(a) -> int:
+    from fastrepro.sweep import load_sweep, compare_sweeps
     if a.sweep_command == 'show': load_sweep(a.dir).show(); return 0
     if a.sweep_command == 'compare': print(compare_sweeps(load_sweep(a.dir_a), load_sweep(a.dir_b), a.metric)); return 0
     res = load_sweep(a.dir).check(_load(a, a.run), a.metric, a.level)
@@ -68,7 +70,7 @@ def main(argv=None) -> int:
     "The `fastrepro` console script."
     a = _parser().parse_args(argv)
     try: return _run(a)
-    except (FileNotFoundError, LookupError, ValueError, NotADirectoryError, SweepError, ImportError, ConnectionError) as e:  # ManifestError is a ValueError
+    except (FileNotFoundError, LookupError, ValueError, NotADirectoryError, ImportError, ConnectionError) as e:  # ManifestError and SweepError are ValueErrors
         print(f"fastrepro: error: {e}", file=sys.stderr); return 2
 
 # %% ../nbs/08_cli.ipynb #32545aef
@@ -88,7 +90,7 @@ def resolve_run(run:str, runs=None) -> Path:
 # %% ../nbs/08_cli.ipynb #df4a2182
 def _load(a, run:str) -> dict:
     "The manifest `run` names: a file, a run id in the runs folder, or an MLflow run URI."
-    if not is_mlflow_uri(run): return load_manifest(resolve_run(run, a.runs))
+    if uri_scheme(run) is None: return load_manifest(resolve_run(run, a.runs))
     from fastrepro.mlflow import fetch_manifest, tracking_uri_for
     return fetch_manifest(run, tracking_uri_for(a.tracking_uri, a.runs))
 
@@ -156,10 +158,26 @@ def _resumed_lines(m:dict) -> list:
     return [f"  resumed     at fit {r['fit']}, epoch {r['epoch']}, batch {r['batch']} from {r['path']} ({r['at'][:19]})"
             for r in m.get('resumed_from') or []]
 
+# %% ../nbs/08_cli.ipynb #59eb0ea1
+def _age(iso:str) -> str:
+    s = max(0, int((datetime.now(timezone.utc) - datetime.fromisoformat(iso)).total_seconds()))
+    return f"{s // 86400} d" if s >= 86400 else f"{s // 3600} h" if s >= 3600 else f"{s // 60} min" if s >= 60 else f"{s} s"
+
+def status_line(m:dict) -> str:
+    "Manifest `m`'s status as `show` and `runs` print it: how it ended, or whether it still runs."
+    s, progress, stop = m['status'], m.get('progress') or {}, m.get('stopped_early')
+    last = f"last completed epoch {progress.get('last_epoch')}, written {progress['at'][:19]}" if progress else 'no epoch completed'
+    if s == 'completed' and stop: return f"completed (stopped early by {stop['by']} in epoch {stop['epoch']})"
+    if s == 'killed': return f"killed ({last})"
+    if s == 'running' and (alive := liveness(m)) != 'alive':
+        if alive == 'unknown': return 'running (unknown)'
+        return f"running? (on {m['process']['host']}, last written {_age(progress.get('at') or m['started_at'])} ago)"
+    return s
+
 # %% ../nbs/08_cli.ipynb #b8f2d5a1
 def show(m:dict) -> str:
     "A readable summary of manifest `m`."
-    lines = [f"run {m['run_id']}  {m['status']}" + (f" ({m['error']})" if m.get('error') else ''),
+    lines = [f"run {m['run_id']}  {status_line(m)}" + (f" ({m['error']})" if m.get('error') else ''),
              f"  started {m['started_at']}, {_fmt(m.get('duration_s'))} s",
              *_resumed_lines(m), *_layer_lines(m), *_results_lines(m['results'] or {})]
     lines += [f"  artifact    {a['path']} ({a['size']} bytes, sha256 {a['sha256'][:12]})" for a in m.get('artifacts') or []]
@@ -170,7 +188,7 @@ def _run_row(m):
     "One line of the runs table: id, start, status, seed, final metrics, data hash, commit."
     final = ' '.join(f"{k}={_fmt(v)}" for k, v in ((m['results'] or {}).get('final') or {}).items())
     data = ((m['data'] or {}).get('items') or {}).get('sha256') or '-'
-    return (f"{m['run_id']:36s}  {m['started_at'][:19]}  {m['status']:9s}  seed={m['randomness']['seed']}  "
+    return (f"{m['run_id']:36s}  {m['started_at'][:19]}  {status_line(m):9s}  seed={m['randomness']['seed']}  "
             f"{final}  data={data[:12]}  commit={(m['code'].get('commit') or '-')[:8]}")
 
 # %% ../nbs/08_cli.ipynb #d2b7f4e8

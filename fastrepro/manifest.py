@@ -13,20 +13,18 @@ from importlib import metadata
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'SCHEMA_VERSION', 'LAYERS', 'REQUIRED', 'STATUSES', 'NO_EFFECT',
+__all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'SCHEMA_VERSION', 'LAYERS', 'REQUIRED', 'STATUSES', 'MANIFEST_SCHEMES', 'NO_EFFECT',
            'installed_packages', 'torch_stack', 'environment', 'launcher', 'topology', 'hardware', 'redact', 'env_vars',
-           'strip_credentials', 'script_path', 'code_info', 'new_run_id', 'new_manifest', 'finish_manifest', 'runs_dir',
-           'remove_orphans', 'write_manifest', 'ManifestError', 'is_mlflow_uri', 'load_manifest', 'ManifestDiff',
-           'diff_manifests', 'fit_calls', 'unwrap_model', 'hyperparameters', 'file_artifact', 'record_artifact',
-           'start_fit_manifest', 'end_fit_manifest']
+           'strip_credentials', 'script_path', 'code_info', 'new_run_id', 'process_identity', 'new_manifest',
+           'finish_manifest', 'runs_dir', 'remove_orphans', 'write_manifest', 'ManifestError', 'register_scheme',
+           'uri_scheme', 'load_manifest', 'liveness', 'ManifestDiff', 'diff_manifests', 'fit_calls', 'unwrap_model',
+           'hyperparameters', 'file_artifact', 'record_artifact', 'start_fit_manifest', 'end_fit_manifest',
+           'record_progress']
 
 # %% ../nbs/07_manifest.ipynb #3b1e7c20
-import numpy as np
-import torch
 from fastcore.basics import patch
-from .seed import KEY_SCHEME, active_purpose_seeds
-from .fingerprint import fingerprint_dls, hash_file, hash_state_dict
-from .data import loader_keying, _unwrap_loader
+# torch, numpy, fastai and the fastrepro modules that need them are imported inside the functions that capture a fit:
+# reading, writing and comparing manifests (`fastrepro show`, `diff`, `runs`) needs none of them, and starts in milliseconds
 
 # %% ../nbs/07_manifest.ipynb #b5430d8b
 _PACKAGES = {}
@@ -42,6 +40,7 @@ def installed_packages() -> dict:
 # %% ../nbs/07_manifest.ipynb #5e0a4c61
 def torch_stack() -> dict:
     "torch, CUDA, cuDNN and NCCL versions (None where absent)."
+    import torch
     nccl = None
     if torch.cuda.is_available():
         try: nccl = '.'.join(map(str, torch.cuda.nccl.version()))
@@ -79,6 +78,7 @@ def launcher(environ=None) -> str|None:
 # %% ../nbs/07_manifest.ipynb #ad207ed7
 def topology() -> dict:
     "The processes training together: world size, the `torch.distributed` backend (None outside a process group) and `launcher`."
+    import torch
     d = torch.distributed
     grouped = d.is_available() and d.is_initialized()
     return dict(world_size=d.get_world_size() if grouped else 1, backend=d.get_backend() if grouped else None, launcher=launcher())
@@ -86,6 +86,7 @@ def topology() -> dict:
 # %% ../nbs/07_manifest.ipynb #2f8e61b4
 def hardware() -> dict:
     "Host name, CPU model and count, RAM, each GPU's name, memory and driver (`gpus` is None without CUDA), and the `topology`."
+    import torch
     gpus = None
     if torch.cuda.is_available():
         gpus = [dict(name=torch.cuda.get_device_name(i), memory_bytes=torch.cuda.get_device_properties(i).total_memory,
@@ -165,7 +166,7 @@ def code_info(cwd=None) -> dict:
 SCHEMA_VERSION = '1.0'
 LAYERS = ('data', 'code', 'environment', 'hardware', 'env_vars', 'randomness', 'hyperparameters', 'results')
 REQUIRED = ('schema_version', 'run_id', 'status', 'started_at', *LAYERS)
-STATUSES = ('running', 'completed', 'cancelled', 'failed')
+STATUSES = ('running', 'completed', 'cancelled', 'failed', 'diverged', 'killed')
 
 # %% ../nbs/07_manifest.ipynb #6a2f4e81
 def _now(): return datetime.now(timezone.utc).isoformat(timespec='milliseconds')
@@ -174,11 +175,28 @@ def new_run_id() -> str:
     "A unique, sortable run id: UTC time plus 8 random hex digits."
     return datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%fZ') + '-' + uuid.uuid4().hex[:8]
 
+# %% ../nbs/07_manifest.ipynb #19440248
+def _boot_id() -> str|None:
+    try: return Path('/proc/sys/kernel/random/boot_id').read_text().strip()
+    except OSError: return None
+
+def _start_ticks(pid:int) -> int|None:
+    "Process `pid`'s start time, in clock ticks since boot (field 22 of /proc/<pid>/stat; the name before it may hold spaces)."
+    try: return int(Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[19])
+    except (OSError, IndexError, ValueError): return None
+
+# %% ../nbs/07_manifest.ipynb #a44a977b
+def process_identity(pid:int=None) -> dict:
+    "Process `pid` (default: this one) as a later reader can recognise it: host, pid, boot id and start time."
+    pid = os.getpid() if pid is None else pid
+    return dict(host=socket.gethostname(), pid=pid, boot_id=_boot_id(), start_ticks=_start_ticks(pid))
+
 # %% ../nbs/07_manifest.ipynb #d8e3b5a9
 def new_manifest(seed:int=None, seed_record:dict=None, **layers) -> dict:
     "A manifest with the process's code, environment, hardware and env vars captured now, and `layers` given."
+    from fastrepro.seed import KEY_SCHEME, active_purpose_seeds
     m = dict(schema_version=SCHEMA_VERSION, run_id=new_run_id(), status='running', error=None,
-             started_at=_now(), ended_at=None, duration_s=None,
+             started_at=_now(), ended_at=None, duration_s=None, process=process_identity(), progress=None,
              data=None, code=code_info(), environment=environment(), hardware=hardware(), env_vars=env_vars(),
              randomness=dict(seed=seed, set_seed=seed_record, key_scheme=KEY_SCHEME, purpose_seeds=active_purpose_seeds(),
                              nondeterministic_ops=None),  # None: not captured yet
@@ -196,7 +214,7 @@ def _describe_error(e):
 # %% ../nbs/07_manifest.ipynb #9e6c2a47
 def finish_manifest(m:dict, status:str='completed', error:BaseException|str|None=None) -> dict:
     "Set `m`'s status, error and end time."
-    if status not in STATUSES[1:]: raise ValueError(f"`status` must be one of {STATUSES[1:]}, got {status!r}")
+    if status not in STATUSES[1:-1]: raise ValueError(f"`status` must be one of {STATUSES[1:-1]}, got {status!r}")
     m.update(status=status, error=None if error is None else redact(_describe_error(error)), ended_at=_now())
     m['duration_s'] = (datetime.fromisoformat(m['ended_at']) - datetime.fromisoformat(m['started_at'])).total_seconds()
     return m
@@ -274,16 +292,25 @@ class ManifestError(ValueError):
     "A manifest file that cannot be read as a fastrepro manifest."
 
 # %% ../nbs/07_manifest.ipynb #74e21ba9
-def is_mlflow_uri(run) -> bool:
-    "Whether `run` names an MLflow run, `runs:/<run_id>` or `mlflow:<run_id>`, rather than a file."
-    return isinstance(run, str) and run.startswith(('runs:/', 'mlflow:'))
+MANIFEST_SCHEMES = {}  # URI scheme -> fetch(uri) -> manifest, filled in by the modules that serve them
+
+def register_scheme(scheme:str, fetch):
+    "Let `load_manifest` read the manifests that `scheme:...` URIs name, with `fetch(uri)`."
+    MANIFEST_SCHEMES[scheme] = fetch
+
+def uri_scheme(run) -> str|None:
+    "The scheme of `run` if it is a URI (`runs:/<id>`, `mlflow:<id>`), else None. A Windows drive letter is not a scheme."
+    m = re.match(r'([A-Za-z][A-Za-z0-9+.-]+):', run) if isinstance(run, str) else None
+    return m.group(1) if m and not Path(run).exists() else None
 
 # %% ../nbs/07_manifest.ipynb #0b9d5e4a
 def load_manifest(path) -> dict:
-    "Read and validate the manifest at `path` (or MLflow run `runs:/<id>`). JSON only: nothing is executed or unpickled."
-    if is_mlflow_uri(path):
-        from fastrepro.mlflow import fetch_manifest  # optional: needs `pip install "fastrepro[mlflow]"`
-        return fetch_manifest(path)
+    "Read and validate the manifest at `path` (or at a URI a module registered, as `runs:/<id>`). JSON only: nothing is executed or unpickled."
+    if (scheme := uri_scheme(path)) is not None:
+        if scheme not in MANIFEST_SCHEMES:
+            raise ValueError(f"no module registered {scheme}: URIs in this process, so {path!r} cannot be read: import the one "
+                             f"that serves them (`import fastrepro.mlflow` for runs:/ and mlflow:)")
+        return MANIFEST_SCHEMES[scheme](path)
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"no manifest at {path}")
     try: m = json.loads(path.read_text())
@@ -295,12 +322,25 @@ def load_manifest(path) -> dict:
     if major != SCHEMA_VERSION.split('.')[0]:
         raise ManifestError(f"{path}: schema version {m['schema_version']} is not supported by this fastrepro "
                             f"(reads {SCHEMA_VERSION.split('.')[0]}.x); upgrade fastrepro to read it")
+    if m['status'] == 'running' and liveness(m) == 'dead': m['status'] = 'killed'  # see Killed runs
     return m
+
+# %% ../nbs/07_manifest.ipynb #3211059d
+def liveness(m:dict) -> str:
+    "Whether the process that wrote `running` manifest `m` still runs: 'alive', 'dead', 'elsewhere' (another host) or 'unknown'."
+    p = m.get('process') or {}
+    if not isinstance(p.get('pid'), int): return 'unknown'
+    if p.get('host') != socket.gethostname(): return 'elsewhere'
+    if None not in (p.get('boot_id'), now := _boot_id()) and p['boot_id'] != now: return 'dead'  # the machine rebooted since
+    if not _pid_alive(p['pid']): return 'dead'
+    started = _start_ticks(p['pid'])
+    return 'dead' if None not in (p.get('start_ticks'), started) and started != p['start_ticks'] else 'alive'  # else: pid reused
 
 # %% ../nbs/07_manifest.ipynb #1aff3426
 # `cublas_action` says what set_seed did (set or kept); what is in force is `cublas_workspace_config`, which is compared.
 NO_EFFECT = ('run_id', 'started_at', 'ended_at', 'duration_s', 'code.script', 'artifacts', 'randomness.set_seed.cublas_action',
-             'hardware.hostname', 'hardware.topology.hosts', 'env_vars.MASTER_ADDR', 'env_vars.MASTER_PORT', 'data.source', 'resumed_from')
+             'hardware.hostname', 'hardware.topology.hosts', 'env_vars.MASTER_ADDR', 'env_vars.MASTER_PORT', 'data.source', 'resumed_from',
+             'process', 'progress')
 
 # %% ../nbs/07_manifest.ipynb #6e8a0d4b
 def _flatten(o, prefix=''):
@@ -353,7 +393,7 @@ def diff_manifests(a:dict, b:dict, include_no_effect:bool=False) -> ManifestDiff
 def _plain(v):
     "`v` as JSON: numbers, strings and lists as they are; anything else as its repr, without memory addresses."
     if v is None or isinstance(v, (bool, int, float, str)): return v
-    if isinstance(v, (np.generic, np.ndarray)): return v.tolist()
+    if type(v).__module__ == 'numpy' and hasattr(v, 'tolist'): return v.tolist()  # a numpy scalar or array
     if isinstance(v, (list, tuple)): return [_plain(o) for o in v]
     if isinstance(v, dict): return {str(k): _plain(o) for k, o in v.items()}
     return re.sub(r' at 0x[0-9a-fA-F]+', '', repr(v))
@@ -383,12 +423,16 @@ def _batching(dl) -> dict:
 # %% ../nbs/07_manifest.ipynb #b7182d73
 def unwrap_model(model):
     "The model inside a `DistributedDataParallel` or `DataParallel` wrapper (which prefixes every weight's name with `module.`)."
+    import torch
     return model.module if isinstance(model, (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)) else model
 
 # %% ../nbs/07_manifest.ipynb #1d6a8f4e
 def hyperparameters(learn) -> dict:
     "What the fit was asked to do: the calls and the schedule they made, epochs, lr, wd, optimizer, loss, batches, transforms, model, callbacks."
+    import numpy as np
     from fastai.callback.schedule import ParamScheduler
+    from fastrepro.data import _unwrap_loader
+    from fastrepro.fingerprint import hash_state_dict
     sched = next((cb for cb in learn.cbs if isinstance(cb, ParamScheduler)), None)
     hypers = learn.opt.hypers[-1] if learn.opt is not None else {}
     dl, calls, model = _unwrap_loader(learn.dls.train), fit_calls(learn), unwrap_model(learn.model)
@@ -404,6 +448,7 @@ def hyperparameters(learn) -> dict:
 # %% ../nbs/07_manifest.ipynb #1220da40
 def file_artifact(path) -> dict:
     "A file as a manifest records it: absolute path, size and sha256."
+    from fastrepro.fingerprint import hash_file
     p = Path(path)
     if not p.is_file(): raise FileNotFoundError(f"`path` is not a file: {path}")
     p = p.resolve()
@@ -451,6 +496,7 @@ def _data_dir(learn):
 # %% ../nbs/07_manifest.ipynb #77596f33
 def _data_fingerprint(learn):
     "The loaders' fingerprint, with the data folder `repro_learner` read them from (`source`), if any."
+    from fastrepro.fingerprint import fingerprint_dls
     try: fp = fingerprint_dls(learn.dls)
     except Exception as e: fp = dict(error=f"{type(e).__name__}: {e}")
     if (d := _data_dir(learn)) is not None: fp['source'] = str(Path(d).resolve())
@@ -459,6 +505,7 @@ def _data_fingerprint(learn):
 # %% ../nbs/07_manifest.ipynb #8e2b6c9d
 def start_fit_manifest(learn, seed:int, seed_record:dict=None, fit=None) -> dict:
     "A `running` manifest for the fit `learn` is starting."
+    from fastrepro.data import loader_keying
     m = new_manifest(seed=seed, seed_record=seed_record, data=_data_fingerprint(learn), hyperparameters=hyperparameters(learn))
     m['randomness'].update(fit=fit, loaders=loader_keying(learn.dls))
     return m
@@ -466,6 +513,7 @@ def start_fit_manifest(learn, seed:int, seed_record:dict=None, fit=None) -> dict
 # %% ../nbs/07_manifest.ipynb #0a9f4d1e
 def end_fit_manifest(learn, m:dict, status:str=None, runs=None, error=None) -> Path:
     "Add `learn`'s results to `m`, set its status (and end time unless `running`) and error, and write it; return its path."
+    from fastrepro.fingerprint import hash_state_dict
     rec = getattr(learn, 'recorder', None)  # None with `default_cbs=False`: then nothing recorded the metrics
     names = list(rec.metric_names[1:-1]) if rec is not None else None
     epochs = [[float(v) if v is not None else None for v in vals] for vals in rec.values] if rec is not None else None
@@ -475,3 +523,9 @@ def end_fit_manifest(learn, m:dict, status:str=None, runs=None, error=None) -> P
         m['artifacts'] = _merge_artifacts(m['artifacts'], _saved_models(learn, m['started_at']))
         finish_manifest(m, status, error)
     return write_manifest(m, runs, data_dir=_data_dir(learn))
+
+# %% ../nbs/07_manifest.ipynb #1b3fd61c
+def record_progress(learn, m:dict, runs=None) -> Path:
+    "After an epoch: rewrite `running` manifest `m` with the results so far and `progress`, the last completed epoch and when."
+    m['progress'] = dict(last_epoch=learn.epoch, at=_now())
+    return end_fit_manifest(learn, m, None, runs)

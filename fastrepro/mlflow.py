@@ -15,7 +15,7 @@ from fastcore.basics import patch
 from fastai.callback.core import Callback
 from fastai.learner import Learner, Recorder
 from .manifest import (ManifestError, load_manifest, record_artifact, redact, runs_dir, strip_credentials,
-                                 is_mlflow_uri, _flatten)
+                                 register_scheme, _flatten)
 from .fingerprint import hash_state_dict
 try:
     import mlflow
@@ -29,8 +29,9 @@ except ImportError as e:
 __all__ = ['HTTP_LIMITS', 'MANIFEST_ARTIFACT', 'EXPORT_ARTIFACT', 'MAX_VALUE', 'MAX_KEY', 'MAX_BATCH', 'RUN_STATUS',
            'default_tracking_uri', 'check_tracking_uri', 'tracking_uri_for', 'http_limits', 'unreachable', 'run_params',
            'run_tags', 'epoch_metrics', 'dataset_input', 'experiment_id', 'start_run', 'log_epoch', 'finish_run',
-           'MLflowReproCallback', 'fetch_manifest', 'fastrepro_runs', 'mlflow_runs_table', 'upload_manifest', 'sync',
-           'RegistryGateError', 'manifest_gaps', 'LearnerModel', 'version_tags', 'reproduction_gaps', 'register_model']
+           'MLflowReproCallback', 'continue_run', 'is_mlflow_uri', 'fetch_manifest', 'fastrepro_runs',
+           'mlflow_runs_table', 'upload_manifest', 'sync', 'RegistryGateError', 'manifest_gaps', 'serving_kind',
+           'LearnerModel', 'version_tags', 'reproduction_gaps', 'register_model']
 
 # %% ../nbs/10_mlflow.ipynb #90ea95fa
 def default_tracking_uri(runs=None) -> str:
@@ -212,7 +213,7 @@ def log_epoch(client:MlflowClient, run_id:str, names:list, values:list, epoch:in
     _log_in_batches(client, run_id, metrics=metrics + [Metric('batch_loss', float(l), now, it) for it, l in batch_losses])  # float() of a tensor or a number
 
 # %% ../nbs/10_mlflow.ipynb #9cd8cc26
-RUN_STATUS = dict(completed='FINISHED', failed='FAILED', cancelled='KILLED', running='RUNNING')
+RUN_STATUS = dict(completed='FINISHED', failed='FAILED', diverged='FAILED', cancelled='KILLED', killed='KILLED', running='RUNNING')
 
 # %% ../nbs/10_mlflow.ipynb #5d892db4
 def _export_of(m):
@@ -229,10 +230,13 @@ def _upload(client, run_id, src:Path, artifact:str):
         client.log_artifact(run_id, str(f), str(Path(artifact).parent))
 
 # %% ../nbs/10_mlflow.ipynb #a7daca05
-def finish_run(client:MlflowClient, run_id:str, m:dict, manifest_path):
-    "End the run with `m`'s status, upload manifest `m` (the file at `manifest_path`) and its exported learner, then mark it complete."
-    client.set_terminated(run_id, RUN_STATUS[m['status']], end_time=_ms(m['ended_at']))  # first: a failed upload leaves no RUNNING run
-    _upload(client, run_id, manifest_path, MANIFEST_ARTIFACT)
+def finish_run(client:MlflowClient, run_id:str, m:dict):
+    "End the run with `m`'s status, upload manifest `m` and its exported learner, then mark it complete."
+    end = m['ended_at'] or (m.get('progress') or {}).get('at')  # a killed run never wrote its end: its last progress did
+    client.set_terminated(run_id, RUN_STATUS[m['status']], end_time=_ms(end))  # first: a failed upload leaves no RUNNING run
+    with tempfile.TemporaryDirectory() as d:  # `m` as read: a killed run's file still says `running`, `load_manifest` says `killed`
+        (f := Path(d)/'manifest.json').write_text(json.dumps(m, indent=1))
+        _upload(client, run_id, f, MANIFEST_ARTIFACT)
     if (export := _export_of(m)) is not None: _upload(client, run_id, export, EXPORT_ARTIFACT)
     final = {**{k: _tag_value(v) for k, v in _status_tags(m).items() if v is not None}, 'fastrepro.logged': 'complete'}  # the mark comes last
     _log_in_batches(client, run_id, tags=[RunTag(k, v) for k, v in final.items()])
@@ -256,7 +260,7 @@ class MLflowReproCallback(Callback):
                  batch_loss:bool=False): # also log each batch's training loss, at its global iteration, once per epoch
         _check_tracker_args(tracking_uri, dict(experiment=experiment, run_name=run_name), dict(log_model=log_model, batch_loss=batch_loss))
         self.experiment, self.tracking_uri, self.run_name, self.log_model, self.batch_loss = experiment, tracking_uri, run_name, log_model, batch_loss
-        self.live, self.final, self.losses, self.epochs_logged, self._experiments = None, None, [], 0, {}
+        self.live, self.losses, self.epochs_logged, self._experiments = None, [], 0, {}
 
 # %% ../nbs/10_mlflow.ipynb #4893398c
 @patch
@@ -283,10 +287,9 @@ def _safe(self:MLflowReproCallback, what:str, f, *args):
 # %% ../nbs/10_mlflow.ipynb #80470284
 @patch
 def after_manifest(self:MLflowReproCallback, m:dict, path):
-    "Called by `ReproCallback` after each manifest it writes: open the run, close it if the fit raised, else leave that to `after_fit`."
+    "Called by `ReproCallback` after each manifest it writes: open the run at the first, close it at the final one."
     if m['status'] == 'running': self._start(m, Path(path))
-    elif m.get('error') is not None: self._finish(m, Path(path))  # the fit raised: fastai runs no after_fit
-    else: self.final = (m, Path(path))
+    else: self._finish(m, Path(path))
 
 # %% ../nbs/10_mlflow.ipynb #2ed7d944
 def _off() -> bool:
@@ -296,7 +299,7 @@ def _off() -> bool:
 # %% ../nbs/10_mlflow.ipynb #621b8f3b
 @patch
 def _start(self:MLflowReproCallback, m, path):
-    self.live, self.final, self.losses, self.epochs_logged, self.runs = None, None, [], 0, path.parent
+    self.live, self.losses, self.epochs_logged, self.runs = None, [], 0, path.parent
     self.learn.mlflow_run_id, self.uri = None, tracking_uri_for(self.tracking_uri, path.parent)
     if _off(): return
     if (why := unreachable(self.uri)) is not None: return self._warn('start a run', f"the server does not answer /health ({why})")
@@ -304,9 +307,20 @@ def _start(self:MLflowReproCallback, m, path):
         client = MlflowClient(self.uri)
         exp = self._experiments.get(self.uri) or experiment_id(client, self.uri, self.experiment)
         self._experiments[self.uri] = exp  # one lookup per store, not per fit
-        return dict(client=client, run_id=start_run(client, exp, m, self.run_name))
+        rid, self.epochs_logged = continue_run(client, exp, m) or (start_run(client, exp, m, self.run_name), 0)
+        return dict(client=client, run_id=rid)
     self.live = self._safe('start a run', open_run)
     self.learn.mlflow_run_id = self.live['run_id'] if self.live else None
+
+# %% ../nbs/10_mlflow.ipynb #fdcd59c8
+def continue_run(client:MlflowClient, exp_id:str, m:dict) -> tuple|None:
+    "For a resumed fit's manifest `m`: the interrupted fit's MLflow run, running again, and how many epochs it has; else None."
+    if not m.get('resumed_from') or (run := _run_of(client, exp_id, m['run_id'])) is None: return None
+    rid = run.info.run_id
+    client.update_run(rid, status='RUNNING')
+    if 'fastrepro.logged' in run.data.tags: client.delete_tag(rid, 'fastrepro.logged')
+    steps = [h.step for k in run.data.metrics if k != 'batch_loss' for h in client.get_metric_history(rid, k)]
+    return rid, max(steps, default=-1) + 1
 
 # %% ../nbs/10_mlflow.ipynb #29b74651
 @patch
@@ -317,21 +331,14 @@ def after_batch(self:MLflowReproCallback):
 # %% ../nbs/10_mlflow.ipynb #8a46aefd
 @patch
 def after_epoch(self:MLflowReproCallback):
-    rec = getattr(self.learn, 'recorder', None)  # None with `default_cbs=False`: no metrics to log
-    if not self.live or rec is None or not rec.values: return
-    losses, self.losses = self.losses, []
+    rec, (losses, self.losses) = getattr(self.learn, 'recorder', None), (self.losses, [])  # no Recorder with `default_cbs=False`
+    if not self.live or rec is None or not rec.values or self.epoch < self.epochs_logged: return  # a resumed run has this epoch
     self._safe(f'log epoch {self.epoch}', log_epoch, self.live['client'], self.live['run_id'],
                rec.metric_names[1:-1], rec.values[-1], self.epoch, losses)
-    self.epochs_logged = len(rec.values)
-
-# %% ../nbs/10_mlflow.ipynb #252cd190
-@patch
-def after_fit(self:MLflowReproCallback):
-    if self.final is not None: self._finish(*self.final)
+    self.epochs_logged = self.epoch + 1
 
 # %% ../nbs/10_mlflow.ipynb #5bafb72b
-_CHANGED = ("{what}: its weights changed after the fit's manifest recorded them (SaveModelCallback reloads the best epoch's "
-            "weights in its after_fit), so they are not the weights the manifest describes")
+_CHANGED = "{what}: its weights changed after the fit's manifest recorded them, so they are not the weights the manifest describes"
 
 # %% ../nbs/10_mlflow.ipynb #00cfdce5
 @patch
@@ -347,7 +354,7 @@ def _export(self:MLflowReproCallback, m, path):
 # %% ../nbs/10_mlflow.ipynb #c0b5a50f
 @patch
 def _finish(self:MLflowReproCallback, m, path):
-    live, self.final = self.live, None
+    live = self.live
     if self.log_model and m.get('error') is None and not _off():
         try: self._export(m, path)
         except Exception as e: warnings.warn(f"fastrepro could not export the learner for MLflow: {redact(repr(e))[:300]}")
@@ -356,8 +363,13 @@ def _finish(self:MLflowReproCallback, m, path):
     rest = [Metric(n, v, int(time.time() * 1000), e) for n, v, e in epoch_metrics(m) if e >= self.epochs_logged]
     rest += [Metric('batch_loss', float(l), int(time.time() * 1000), it) for it, l in self.losses]
     if rest: self._safe('log the last metrics', _log_in_batches, live['client'], live['run_id'], (), (), rest)
-    if self.live is not None: self._safe('finish the run', finish_run, live['client'], live['run_id'], load_manifest(path), path)
+    if self.live is not None: self._safe('finish the run', finish_run, live['client'], live['run_id'], load_manifest(path))
     self.live, self.losses = None, []
+
+# %% ../nbs/10_mlflow.ipynb #4c2aa2f2
+def is_mlflow_uri(run) -> bool:
+    "Whether `run` names an MLflow run, `runs:/<run_id>` or `mlflow:<run_id>`, rather than a file."
+    return isinstance(run, str) and run.startswith(('runs:/', 'mlflow:'))
 
 # %% ../nbs/10_mlflow.ipynb #9e638e69
 def _run_id_of(uri:str) -> str:
@@ -386,6 +398,9 @@ def fetch_manifest(run:str, # 'runs:/<run_id>' or 'mlflow:<run_id>'
         try: client.get_run(rid)
         except MlflowException: raise LookupError(f"no MLflow run {rid!r} in {_shown(uri)}") from None
         return _download_manifest(client, rid)
+
+# %% ../nbs/10_mlflow.ipynb #9b550858
+for _scheme in ('runs', 'mlflow'): register_scheme(_scheme, fetch_manifest)  # `load_manifest('runs:/<id>')` reads through this module
 
 # %% ../nbs/10_mlflow.ipynb #1849db38
 def _all_runs(client, exp_id):
@@ -432,12 +447,12 @@ def _run_of(client, exp_id, run_id:str):
     return runs[0] if runs else None
 
 # %% ../nbs/10_mlflow.ipynb #de619160
-def upload_manifest(client:MlflowClient, exp_id:str, m:dict, path, run=None) -> str:
-    "Make MLflow's run of manifest `m` (file `path`) complete: new, or `run` completed with what it lacks; return its id."
+def upload_manifest(client:MlflowClient, exp_id:str, m:dict, run=None) -> str:
+    "Make MLflow's run of manifest `m` complete: new, or `run` completed with what it lacks; return its id."
     if run is None: rid = start_run(client, exp_id, m)
     else: rid = run.info.run_id; _describe_run(client, rid, m)
     _log_missing_epochs(client, rid, m)
-    finish_run(client, rid, m, path)
+    finish_run(client, rid, m)
     return rid
 
 # %% ../nbs/10_mlflow.ipynb #3df82cba
@@ -449,7 +464,7 @@ def _sync_file(client, exp_id, f:Path, known:dict) -> str|None:
     try: m = load_manifest(f)
     except ManifestError: return None
     if m['status'] == 'running' or _complete(known.get(m['run_id'])): return None
-    upload_manifest(client, exp_id, m, f, known.get(m['run_id']))
+    upload_manifest(client, exp_id, m, known.get(m['run_id']))  # a killed run too: it ends as KILLED
     return m['run_id']
 
 # %% ../nbs/10_mlflow.ipynb #b55661dd
@@ -484,17 +499,37 @@ def manifest_gaps(m:dict) -> list:
     if not (m.get('results') or {}).get('final_weights_sha256'): gaps.append("no final weights hash")
     return gaps
 
+# %% ../nbs/10_mlflow.ipynb #94d214bb
+def _labels(dls):
+    "The class labels of a single-label classifier's loaders (a text classifier's vocab is [tokens, labels]), else None."
+    from fastai.data.transforms import CategoryMap
+    v = getattr(dls, 'vocab', None)
+    if isinstance(v, (list, tuple)) and v and isinstance(v[-1], CategoryMap): v = v[-1]
+    return v if isinstance(v, CategoryMap) else None
+
+def serving_kind(learn) -> tuple:
+    "What the registered model of `learn` takes: ('frame', None) for tabular and collab, ('items', None) for a classifier of items, else (None, why)."
+    from fastai.tabular.data import TabularDataLoaders  # collab's loaders are TabularDataLoaders too
+    if isinstance(learn.dls, TabularDataLoaders): return 'frame', None
+    if _labels(learn.dls) is not None: return 'items', None
+    return None, (f"the pyfunc model serves tabular and collab learners and single-label classifiers of items; this learner's "
+                  f"loaders ({type(learn.dls).__name__}) have no class labels (segmentation, a language model, plain PyTorch loaders?)")
+
 # %% ../nbs/10_mlflow.ipynb #f77589dc
 class LearnerModel(mlflow.pyfunc.PythonModel):
-    "An exported fastai Learner as an MLflow pyfunc model."
+    "An exported fastai Learner as an MLflow pyfunc model: a DataFrame in for tabular and collab, a list of items for a classifier."
     def load_context(self, context):
         from fastai.learner import load_learner
         self.learn = load_learner(context.artifacts['learner'])
         self.manifest = json.loads(Path(context.artifacts['manifest']).read_text())
-    def predict(self, context, model_input:list[str], params=None) -> list[str]:
-        with self.learn.no_bar(): _, _, dec = self.learn.get_preds(dl=self.learn.dls.test_dl(model_input), with_decoded=True)
-        vocab = getattr(self.learn.dls, 'vocab', None)
-        return [str(vocab[int(i)]) if vocab is not None else i.tolist() for i in dec]
+        self.kind, why = serving_kind(self.learn)
+        if self.kind is None: raise TypeError(why)
+    def predict(self, context, model_input, params=None):  # no type hint: MLflow would convert the input to match it
+        dl = self.learn.dls.test_dl(model_input)
+        with self.learn.no_bar():
+            if self.kind == 'frame': return self.learn.get_preds(dl=dl)[0].numpy()
+            _, _, dec = self.learn.get_preds(dl=dl, with_decoded=True)
+        return [str(_labels(self.learn.dls)[int(i)]) for i in dec]
 
 # %% ../nbs/10_mlflow.ipynb #7a6a11be
 def _requirements() -> list:
@@ -544,6 +579,13 @@ def _weights_gaps(learn_or_run, m) -> list:
     same = hash_state_dict(learn_or_run.model.state_dict()) == m['results']['final_weights_sha256']
     return [] if same else [_CHANGED.format(what='the learner')]
 
+# %% ../nbs/10_mlflow.ipynb #1d3981dd
+def _serving_gaps(export:Path) -> list:
+    "Why the pyfunc model could not serve the exported learner, if it could not: what the registry would serve is checked."
+    from fastai.learner import load_learner
+    kind, why = serving_kind(load_learner(export, cpu=True))
+    return [] if kind else [why]
+
 # %% ../nbs/10_mlflow.ipynb #330ec8fa
 def _export_file(learn_or_run, uri, rid, d:Path):
     "The exported learner in folder `d`: exported now from a Learner, or downloaded from the run; None if the run has none."
@@ -561,7 +603,7 @@ def _logged_run(client, uri, m, mp, experiment) -> str:
     run = _run_of(client, exp, m['run_id'])
     if _complete(run): return run.info.run_id
     if mp is None: raise RegistryGateError(f"run {m['run_id']}", ["its MLflow run is incomplete and there is no local manifest to complete it"])
-    return upload_manifest(client, exp, m, mp, run)
+    return upload_manifest(client, exp, m, run)
 
 # %% ../nbs/10_mlflow.ipynb #6d10f8f9
 def _tracker_defaults(learn_or_run, tracking_uri, experiment):
@@ -593,6 +635,7 @@ def register_model(learn_or_run, # a Learner fitted with `ReproCallback`, or an 
     with tempfile.TemporaryDirectory() as d:
         export = None if gaps else _export_file(learn_or_run, uri, rid, Path(d))
         if not gaps and export is None: gaps.append(f"no exported learner in the run ({EXPORT_ARTIFACT}): fit with MLflowReproCallback(log_model=True)")
+        if not gaps: gaps = _serving_gaps(export)
         if not gaps and verify: gaps = reproduction_gaps(m, make_learner, fit)
         if gaps: raise RegistryGateError(f"run {m['run_id']} as {name!r}", gaps)
         client = MlflowClient(uri)

@@ -25,7 +25,7 @@ from .seed import KEY_SCHEME, rng_states, active_purpose_seeds
 from .data import release_dls
 from .callback import ReproCallback
 from .fingerprint import hash_file
-from .verify import FreshRunError, fresh_env, _bits_equal
+from .verify import FreshRunError, fresh_env, fresh_tempdir, pack_for_child, unpack_in_child, _bits_equal
 from .manifest import _atomic_write, _fsync_dir, _data_fingerprint, remove_orphans, write_manifest, load_manifest, file_artifact
 
 # %% auto #0
@@ -613,7 +613,7 @@ _CHILD = "import sys; from fastrepro.resume import _child_main; _child_main(*sys
 
 # %% ../nbs/11_resume.ipynb #e74ed6a8
 def _child_main(payload_path, out_path):
-    make_learner, fit, o = cloudpickle.loads(Path(payload_path).read_bytes())
+    make_learner, fit, o = unpack_in_child(Path(payload_path).read_bytes())
     torch.set_num_threads(o['threads'])
     warnings.filterwarnings('ignore')
     learn = make_learner() if o['num_workers'] is None else make_learner(num_workers=o['num_workers'])
@@ -630,7 +630,7 @@ def _run_child(make_learner, fit, folder:Path, tag:str, timeout=None, **opts) ->
     "One fresh process; its result, or None when it was killed by SIGKILL as planned."
     folder.mkdir(parents=True, exist_ok=True)
     pin, pout = folder/f'{tag}.payload', folder/f'{tag}.pt'
-    pin.write_bytes(cloudpickle.dumps((make_learner, fit, dict(dict(threads=1, num_workers=None, cut=None, kill_at=None, resume=False, omit=()), models=str(folder/'models'), **opts))))
+    pin.write_bytes(pack_for_child((make_learner, fit, dict(dict(threads=1, num_workers=None, cut=None, kill_at=None, resume=False, omit=()), models=str(folder/'models'), **opts))))
     res = subprocess.run([sys.executable, '-c', _CHILD, str(pin), str(pout)], capture_output=True, text=True, timeout=timeout,
                          cwd=os.getcwd(), env=fresh_env(folder/'runs'))
     if res.returncode == -signal.SIGKILL and opts.get('kill_at') is not None: return None
@@ -723,7 +723,7 @@ def verify_resume(make_learner, # returns a fresh Learner with ReproCallback; ta
     if not ats or any(not isinstance(a, int) or isinstance(a, bool) or a < 1 for a in ats): raise ValueError(f"`at` must be a positive int or a tuple of them, got {at!r}")
     ReproCheckpoint(every=cut); omit = _check_omit(omit)  # bad input fails here, not in a child
     t0, kw = time.time(), dict(num_workers=num_workers, timeout=timeout)
-    with tempfile.TemporaryDirectory(prefix='fastrepro-resume-') as d, ThreadPoolExecutor(1) as pool:
+    with fresh_tempdir('resume') as d, ThreadPoolExecutor(1) as pool:
         ref = pool.submit(_run_child, make_learner, fit, Path(d)/'reference', 'uninterrupted', **kw) if reference is None else None
         resumed = _kill_and_resume(make_learner, fit, Path(d)/'interrupted', cut, ats, omit, **kw)
         reference = reference if ref is None else ref.result()

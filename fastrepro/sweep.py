@@ -13,10 +13,8 @@ from pathlib import Path
 import numpy as np, scipy.stats
 from fastcore.basics import patch
 from fastprogress.fastprogress import progress_bar
-from .seed import check_seed, PURPOSES
-from .fingerprint import hash_state_dict
 from .manifest import load_manifest, write_manifest, runs_dir, diff_manifests
-from .verify import fresh_payload, run_fresh, FreshRunError
+# fastrepro.seed, .fingerprint and .verify (torch, fastai) are imported where a sweep is made or run: `fastrepro sweep show` reads JSON only
 
 # %% auto #0
 __all__ = ['OUTLIER_Z', 'EMPIRICAL_FROM', 'SWEEP_SCHEMA', 'SOURCES', 'iqm', 'mad_z', 'mean_ci', 'summarize', 'prediction_band',
@@ -73,6 +71,8 @@ def run_seed(payload:bytes, # a `fresh_payload`
              timeout:float=None, # seconds; a seed that runs longer has failed
              tag:str=None) -> dict: # passed to `run_fresh`
     "Run one seed's `payload` in a fresh process; return its results as plain data, or `failed` with its error."
+    from fastrepro.fingerprint import hash_state_dict
+    from fastrepro.verify import run_fresh, FreshRunError
     t0 = time.time()
     try: r = run_fresh(payload, timeout, tag)
     except FreshRunError as e: return dict(status='failed', error=e.error, duration_s=time.time() - t0)
@@ -90,6 +90,7 @@ class SweepError(ValueError):
 # %% ../nbs/09_sweep.ipynb #721a3332
 def check_seeds(seeds) -> list:
     "The seeds of a sweep as a list: ints, at least two, no duplicates."
+    from fastrepro.seed import check_seed
     seeds = [check_seed(s, name='seeds', caller='seed_sweep') for s in seeds]
     if len(seeds) < 2: raise ValueError(f"seed_sweep: `seeds` needs at least 2 seeds to show a spread, got {seeds}")
     if len(set(seeds)) < len(seeds):
@@ -100,6 +101,7 @@ def check_seeds(seeds) -> list:
 # %% ../nbs/09_sweep.ipynb #04e0dcab
 def check_vary(vary) -> tuple|None:
     "`vary` as a tuple of distinct purposes, or None for all of them."
+    from fastrepro.seed import PURPOSES
     if vary is None: return None
     if isinstance(vary, str) or not isinstance(vary, (tuple, list)) or not vary:
         raise TypeError(f"seed_sweep: `vary` must be None or a non-empty tuple of purposes like ('model',), got {vary!r}")
@@ -218,6 +220,7 @@ def seed_sweep(make_learner, # `make_learner(seed)` returns a Learner, e.g. `rep
                timeout:float=None, # seconds per seed
                show_progress:bool=True) -> Sweep:
     "Train `fit(make_learner(seed))` for every seed in fresh processes; save and return the `Sweep`."
+    from fastrepro.seed import check_seed
     seeds, threads, vary = check_seeds(seeds), _check_threads(threads), check_vary(vary)
     name = name or time.strftime('sweep-%Y%m%dT%H%M%S')
     folder = runs_dir(runs)/'sweeps'/name
@@ -246,6 +249,7 @@ def purpose_seeds_of(self:Sweep, seed:int) -> tuple:
 @patch
 def payload(self:Sweep, make_learner, fit, seed:int) -> bytes:
     "The `fresh_payload` that trains `seed`."
+    from fastrepro.verify import fresh_payload
     run_seed_, by_purpose = self.purpose_seeds_of(seed)
     return fresh_payload(partial(make_learner, run_seed_), fit, threads=self.threads, seeds_by_purpose=by_purpose or None)
 

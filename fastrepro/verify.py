@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/verify.html.md"""
 
 # %% ../nbs/04_verify.ipynb #aa04cb35
 from __future__ import annotations
-import inspect, json, math, os, subprocess, sys, tempfile, time, uuid
+import glob, inspect, json, math, os, pickle, re, shutil, socket, subprocess, sys, tempfile, time, uuid
 from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
 from pathlib import Path
 import cloudpickle, torch
@@ -16,12 +16,13 @@ from fastai.callback.core import Callback
 from fastai.callback.schedule import LRFinder
 from fastai.data.load import DataLoader
 from .seed import strict_hint, purpose_seeds
-from .manifest import runs_dir, write_manifest, diff_manifests
+from .manifest import runs_dir, write_manifest, diff_manifests, _pid_alive
 from .fingerprint import _tensor_bytes
 
 # %% auto #0
-__all__ = ['CHECKS', 'ENV_LAYERS', 'RunRecorder', 'history_cells', 'run_once', 'fresh_env', 'fresh_payload', 'FreshRunError',
-           'run_fresh', 'RunComparison', 'ReproReport', 'environment_diff', 'verify_reproducible']
+__all__ = ['CHECKS', 'ENV_LAYERS', 'RunRecorder', 'history_cells', 'run_once', 'fresh_env', 'pack_for_child', 'unpack_in_child',
+           'fresh_payload', 'FreshRunError', 'run_fresh', 'remove_stale_tempdirs', 'fresh_tempdir', 'RunComparison',
+           'ReproReport', 'environment_diff', 'verify_reproducible']
 
 # %% ../nbs/04_verify.ipynb #6f813b9d
 class RunRecorder(Callback):
@@ -88,11 +89,28 @@ def fresh_env(runs # the fresh run's runs folder, where its manifests go
     "The environment of a fresh run: the caller's, with `runs` as its runs folder, MLflow logging off, and a hash seed of its own."
     return {**os.environ, 'FASTREPRO_RUNS': str(runs), 'FASTREPRO_MLFLOW': 'off', 'PYTHONHASHSEED': 'random'}
 
+# %% ../nbs/04_verify.ipynb #7205085e
+def pack_for_child(obj) -> bytes:
+    "`obj` cloudpickled, behind what a child needs to import the code it refers to: the parent's `sys.path` and working directory."
+    return pickle.dumps((dict(sys_path=list(sys.path), cwd=os.getcwd()), cloudpickle.dumps(obj)))
+
+def unpack_in_child(data:bytes):
+    "In a fresh child: take on the parent's `sys.path` and working directory, as multiprocessing's spawn does, then unpickle."
+    context, inner = pickle.loads(data)  # a dict of str and a bytes: nothing of the user's is unpickled before the path is set
+    sys.path[:] = context['sys_path']
+    if os.path.isdir(context['cwd']): os.chdir(context['cwd'])  # an executor on another host may not have it
+    try: return cloudpickle.loads(inner)
+    except ModuleNotFoundError as e:
+        raise ModuleNotFoundError(f"the fresh run cannot import module {e.name!r}, which the pickled `make_learner` or `fit` refers to: "
+                                  f"no file for it on the parent's sys.path {context['sys_path']} from {context['cwd']}. A module made in "
+                                  f"memory cannot be imported by another process: put it in a .py file, or define its functions in the "
+                                  f"notebook itself", name=e.name) from None
+
 # %% ../nbs/04_verify.ipynb #756f0164
 _CHILD = "import sys; from fastrepro.verify import _child_main; _child_main(sys.argv[1], sys.argv[2])"
 
 def _child_main(payload_path, out_path):
-    make_learner, fit, opts = cloudpickle.loads(Path(payload_path).read_bytes())
+    make_learner, fit, opts = unpack_in_child(Path(payload_path).read_bytes())
     threads, seeds = opts.pop('threads'), opts.pop('seeds_by_purpose') or {}
     if threads: torch.set_num_threads(threads)
     with purpose_seeds(seeds): r = run_once(make_learner, fit, **opts)
@@ -104,8 +122,8 @@ def fresh_payload(make_learner, fit,
                   threads:int=None, # torch threads in the child (None: torch's default)
                   seeds_by_purpose:dict=None, # `purpose_seeds` in force in the child, e.g. {'model': 3}
                   **run_once_kwargs) -> bytes: # `history`, `num_workers`
-    "The bytes `run_fresh` runs: `make_learner`, `fit` and the run's options, cloudpickled."
-    return cloudpickle.dumps((make_learner, fit, dict(run_once_kwargs, threads=threads, seeds_by_purpose=seeds_by_purpose)))
+    "The bytes `run_fresh` runs: `make_learner`, `fit` and the run's options, cloudpickled behind the parent's `sys.path` (`pack_for_child`)."
+    return pack_for_child((make_learner, fit, dict(run_once_kwargs, threads=threads, seeds_by_purpose=seeds_by_purpose)))
 
 # %% ../nbs/04_verify.ipynb #c17e91fc
 class FreshRunError(RuntimeError):
@@ -120,7 +138,7 @@ def run_fresh(payload:bytes, # from `fresh_payload`
               timeout:float=None, # seconds, else `subprocess.TimeoutExpired`
               tag:str=None) -> dict: # names the run in errors; distinct tags keep caching executors from merging runs
     "Run `payload` in a fresh Python process; return its `run_once` result, with the manifests it wrote as dicts."
-    with tempfile.TemporaryDirectory(prefix='fastrepro-fresh-') as d:
+    with fresh_tempdir() as d:
         pin, pout = Path(d)/'payload.pkl', Path(d)/'result.pt'
         pin.write_bytes(payload)
         res = subprocess.run([sys.executable, '-c', _CHILD, str(pin), str(pout)], capture_output=True, text=True, timeout=timeout,
@@ -128,6 +146,22 @@ def run_fresh(payload:bytes, # from `fresh_payload`
         if res.returncode != 0 or not pout.exists(): raise FreshRunError(res.returncode, res.stderr, tag)
         r = torch.load(pout, weights_only=True)  # plain tensors, lists and strings: nothing to unpickle
     return dict(r, manifests=[json.loads(t) for t in r['manifests']])
+
+# %% ../nbs/04_verify.ipynb #998cdbd9
+_HOST = re.sub(r'[^A-Za-z0-9_.]', '_', socket.gethostname())  # no '-': the name splits back into kind, host, pid, random part
+
+def remove_stale_tempdirs(root=None) -> int:
+    "Remove the `fastrepro-<kind>-<host>-<pid>-*` folders under `root` (the temp folder) of this host's processes that have ended."
+    n = 0
+    for d in Path(root or tempfile.gettempdir()).glob(f'fastrepro-*-{glob.escape(_HOST)}-*-*'):
+        pid = d.name.split('-')[3]
+        if d.is_dir() and pid.isdigit() and not _pid_alive(int(pid)): shutil.rmtree(d, ignore_errors=True); n += 1
+    return n
+
+def fresh_tempdir(kind:str='fresh') -> tempfile.TemporaryDirectory:
+    "A temporary folder named after this process, `fastrepro-<kind>-<host>-<pid>-*`, made after removing those of ended processes."
+    remove_stale_tempdirs()
+    return tempfile.TemporaryDirectory(prefix=f'fastrepro-{kind}-{_HOST}-{os.getpid()}-')
 
 # %% ../nbs/04_verify.ipynb #57fb04f4
 def _bits_equal(a, b): return a.shape == b.shape and a.dtype == b.dtype and _tensor_bytes(a) == _tensor_bytes(b)

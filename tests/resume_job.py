@@ -4,6 +4,8 @@
 `python tests/resume_job.py stock DIR cut`      the same fit, `learn.save('cut', with_opt=True)` after epoch 0, then SIGKILL
 `python tests/resume_job.py stock DIR resume`   stock fastai's resume: `learn.load('cut', with_opt=True)`, `fit_one_cycle(2, start_epoch=1)`
 `python tests/resume_job.py writer DIR`         checkpoints after every batch, with a large model, until killed from outside
+`python tests/resume_job.py mlflow DIR cut`     `fit_one_cycle(3)` logged to MLflow (DIR/mlflow.db), SIGKILLed after epoch 1's checkpoint
+`python tests/resume_job.py mlflow DIR resume`  `learn.resume()` of that fit; prints its MLflow run id
 """
 import os, signal, sys, warnings
 from pathlib import Path
@@ -11,7 +13,7 @@ from torch import nn
 import fastai.torch_core
 from fastai.vision.all import Learner, Callback, accuracy
 from fastrepro.all import digits_dblock, digits_path, digits_cnn, repro_learner, hash_state_dict
-from fastrepro.resume import ReproCheckpoint
+from fastrepro.resume import ReproCheckpoint, _KillAfter
 
 warnings.filterwarnings('ignore')
 
@@ -46,7 +48,16 @@ def writer(folder):
     learn.model_dir = Path(folder)/'models'
     with learn.no_bar(), learn.no_logging(): learn.fit(100, 1e-3, cbs=ReproCheckpoint(every=1, keep=2))
 
+def mlflow(folder, mode):
+    learn = repro_learner(digits_dblock(), digits_path(), seed=42, model=digits_cnn, num_workers=0, metrics=accuracy, mlflow=True)
+    learn.model_dir = Path(folder)/'models'
+    with learn.no_bar(), learn.no_logging():
+        if mode == 'cut': learn.fit_one_cycle(3, 1e-2, cbs=[ReproCheckpoint(), _KillAfter(2)])
+        else: learn.resume()
+    print(learn.mlflow_run_id)
+
 if __name__ == '__main__':
     os.environ.setdefault('FASTREPRO_RUNS', str(Path(sys.argv[2])/'runs'))
     if sys.argv[1] == 'stock': stock(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == 'mlflow': mlflow(sys.argv[2], sys.argv[3])
     else: writer(sys.argv[2])

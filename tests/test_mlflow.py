@@ -4,16 +4,18 @@ a server killed mid-fit, then `fastrepro mlflow sync`; no planted secret reaches
 import json, os, shlex, signal, socket, subprocess, sys, time, urllib.request, warnings
 from functools import partial
 from pathlib import Path
-import cloudpickle, pytest
+import cloudpickle, pytest, torch
 pytest.importorskip('mlflow')
 from mlflow import MlflowClient
 from fastai.vision.all import accuracy, Callback
 from fastrepro.learner import repro_learner
 from fastrepro.examples import digits_path, digits_dblock, digits_cnn
 from fastrepro.manifest import load_manifest
+from fastrepro.fingerprint import hash_state_dict
 from fastrepro.mlflow import (MLflowReproCallback, RUN_STATUS, MANIFEST_ARTIFACT, EXPORT_ARTIFACT, RegistryGateError,
                               default_tracking_uri, register_model, sync)
 sys.path.insert(0, str(Path(__file__).parent))
+import apps
 from apps import APPS
 from helpers import run_cli
 
@@ -212,6 +214,62 @@ def test_server_killed_mid_fit_loses_nothing_and_sync_uploads_once(tmp_path, run
         assert again.returncode == 0 and 'uploaded 0 run(s)' in again.stdout
     finally: srv.stop()
 
+# -------------------------------------------------------------------- the registry serves every learner it admits
+
+def test_the_registry_serves_tabular_and_collab_a_dataframe_and_refuses_what_it_cannot_serve(runs, monkeypatch):
+    """Loaded back by `models:/name/version`, a registered tabular classifier and a collab regression take a DataFrame and
+    return what `get_preds` returns on the same rows. An image regression cannot be served: refused, with why."""
+    uri = default_tracking_uri(runs)
+    monkeypatch.setenv('MLFLOW_TRACKING_URI', uri)  # where `models:/` URIs are looked up
+    import mlflow.pyfunc
+    for app, rows in (('tabular', apps.cancer_frame().iloc[:7]), ('collab', apps.digit_ratings().iloc[:9])):
+        learn = APPS[app].make(0)
+        learn.add_cb(MLflowReproCallback(tracking_uri=uri, log_model=True))
+        with learn.no_bar(), learn.no_logging(): APPS[app].fit(learn)
+        mv = register_model(learn, app)
+        with learn.no_bar(): want = learn.get_preds(dl=learn.dls.test_dl(rows))[0].numpy()
+        got = mlflow.pyfunc.load_model(f'models:/{app}/{mv.version}').predict(rows)
+        assert got.shape == want.shape and got.dtype == want.dtype and (got == want).all(), app
+        if app == 'collab': assert want.ndim == 1 or want.shape[1] == 1  # a regression: one value per row, not class probabilities
+    learn = repro_learner(digit_value_dblock(), digits_path(), seed=42, model=partial(digits_cnn, n_out=1), num_workers=0,
+                          mlflow=MLflowReproCallback(tracking_uri=uri, log_model=True))
+    with learn.no_bar(), learn.no_logging(): learn.fit(1, 1e-2)
+    with pytest.raises(RegistryGateError, match='the pyfunc model serves tabular and collab learners'): register_model(learn, 'values')
+
+def digit_value(path) -> float: return float(Path(path).parent.name)
+
+def digit_value_dblock():
+    "The digits as an image regression: a kind the pyfunc model does not serve (no DataFrame, no class labels)."
+    from fastai.vision.all import DataBlock, ImageBlock, RegressionBlock, get_image_files, GrandparentSplitter, Resize
+    return DataBlock(blocks=(ImageBlock, RegressionBlock), get_items=get_image_files, get_y=digit_value,
+                     splitter=GrandparentSplitter(train_name='train', valid_name='valid'), item_tfms=Resize(16))
+
+# -------------------------------------------------------------------- a killed fit, and its resume
+
+def test_a_killed_fit_closes_as_killed_and_its_resume_continues_the_same_mlflow_run(tmp_path, runs):
+    """A real SIGKILL after epoch 1's checkpoint: the file still says running, every reader says killed, `mlflow sync`
+    closes the MLflow run as KILLED; the resume, in another fresh process, continues that run: one run, each epoch once."""
+    job = [sys.executable, str(Path(__file__).parent/'resume_job.py'), 'mlflow', str(tmp_path)]
+    cut = subprocess.run(job + ['cut'], capture_output=True, text=True, timeout=600)
+    assert cut.returncode == -signal.SIGKILL, cut.stderr[-3000:]
+    [f] = runs.glob('*.json')
+    m = load_manifest(f)
+    assert json.loads(f.read_text())['status'] == 'running' and m['status'] == 'killed'  # on disk as the process left it
+    assert m['progress']['last_epoch'] == len(m['results']['epochs']) - 1 >= 0
+    for out in (_cli('show', str(f)).stdout, _cli('runs', str(runs)).stdout): assert 'killed (last completed epoch' in out, out
+    synced = _cli('mlflow', 'sync', str(runs))
+    assert synced.returncode == 0 and 'uploaded 1 run(s)' in synced.stdout, synced.stderr
+    client = MlflowClient(default_tracking_uri(runs))
+    [killed] = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert (killed.info.status, killed.data.tags['fastrepro.status']) == ('KILLED', 'killed')
+    resumed = subprocess.run(job + ['resume'], capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0 and resumed.stdout.split()[-1] == killed.info.run_id, resumed.stderr[-3000:]
+    [run] = client.search_runs([e.experiment_id for e in client.search_experiments()])  # no second run
+    m = load_manifest(f)
+    assert (m['status'], run.info.status, run.data.tags['fastrepro.logged']) == ('completed', 'FINISHED', 'complete') and m['resumed_from']
+    for name in m['results']['metric_names']:
+        assert [h.step for h in client.get_metric_history(run.info.run_id, name)] == [0, 1, 2], name  # each epoch once
+
 # -------------------------------------------------------------------- secrets
 
 SECRETS = dict(GITHUB_TOKEN='ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8', AWS_SECRET_ACCESS_KEY='wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY',
@@ -231,15 +289,20 @@ def test_no_planted_secret_reaches_the_store(server, runs, tmp_path, monkeypatch
     assert b'fastrepro-visible-marker-7731' in blob and m['run_id'].encode() in blob  # the search does find what was logged
     for secret in [*SECRETS.values(), token]: assert secret.encode() not in blob, secret
 
-def test_weights_changed_after_the_manifest_are_neither_exported_nor_registered(runs):
-    "SaveModelCallback reloads the best epoch's weights after ReproCallback hashed the last ones: the gate must see it."
+def test_an_early_stopped_save_model_run_is_exported_and_registered(runs):
+    """EarlyStoppingCallback stops the fit and SaveModelCallback reloads epoch 0 in its after_fit: the manifest, the export
+    and the gate all describe the reloaded weights, so the gate admits the run. Weights changed after the fit are refused."""
     learn = APPS['save_early'].make(0)
     learn.add_cb(MLflowReproCallback(tracking_uri=default_tracking_uri(runs), log_model=True))
     with learn.no_bar(), learn.no_logging(), warnings.catch_warnings(record=True) as w:
         warnings.simplefilter('always'); APPS['save_early'].fit(learn)
-    assert any('the learner is not exported' in str(x.message) for x in w)
+    assert not [str(x.message) for x in w if 'export' in str(x.message)]
     m = load_manifest(learn.repro_manifest)
-    assert not any(a['path'].endswith(f"{m['run_id']}.pkl") for a in m['artifacts'])
-    # early stopping ends the fit through CancelFitException: the manifest says 'cancelled', which the gate refuses too
-    with pytest.raises(RegistryGateError, match="status is 'cancelled'"): register_model(f'runs:/{learn.mlflow_run_id}', 'best')
-    with pytest.raises(RegistryGateError, match="status is 'cancelled'.*weights changed after the fit's manifest"): register_model(learn, 'best')
+    assert (m['status'], m['stopped_early']) == ('completed', {'by': 'EarlyStoppingCallback', 'epoch': 1})
+    assert m['results']['final_weights_sha256'] == hash_state_dict(learn.model.state_dict())
+    assert any(a['path'].endswith(f"{m['run_id']}.pkl") for a in m['artifacts'])
+    assert MlflowClient(default_tracking_uri(runs)).get_run(learn.mlflow_run_id).info.status == 'FINISHED'
+    mv = register_model(f'runs:/{learn.mlflow_run_id}', 'best')
+    assert mv.tags['fastrepro.final_weights_sha256'] == m['results']['final_weights_sha256']
+    with torch.no_grad(): next(learn.model.parameters()).add_(1.)  # the negative control: changed after the fit returned
+    with pytest.raises(RegistryGateError, match="weights changed after the fit's manifest"): register_model(learn, 'best')
