@@ -17,11 +17,12 @@ from .data import reseed_dls, set_epoch, release_dls, keyed_loader
 from .manifest import start_fit_manifest, end_fit_manifest, record_progress
 
 # %% auto #0
-__all__ = ['REBUILD_MODES', 'PROGRESS_EVERY_S', 'ReproCallback', 'tell_manifest', 'extend_manifest', 'canonical_state',
-           'rebuild_dls']
+__all__ = ['REBUILD_MODES', 'AFTER_FIT_RAISED', 'PROGRESS_EVERY_S', 'ReproCallback', 'tell_manifest', 'extend_manifest',
+           'canonical_state', 'rebuild_dls']
 
 # %% ../nbs/02_callback.ipynb #157046cc
 REBUILD_MODES = ('reseed', 'full')
+AFTER_FIT_RAISED = "a callback's after_fit raised after training, so the fit never returned"
 PROGRESS_EVERY_S = 1.0  # the running manifest is rewritten after an epoch at most this often (each write costs about 1.3 ms)
 
 # %% ../nbs/02_callback.ipynb #dcfbd4be
@@ -50,6 +51,7 @@ def after_create(self:ReproCallback): reseed_dls(self.dls, self._resolve('seed',
 def before_fit(self:ReproCallback):
     self.active = [cb for cb in self.learn.cbs if isinstance(cb, ReproCallback)][-1] is self
     if not self.active: return
+    if self.m is not None and not self.learn.lock.locked(): self._close_unfinished()
     self.rng, self.counted, self.stop, self.m, self.ops = rng_states(), False, None, None, None
     self.fit_seed, self.n = self._resolve('seed', 42), getattr(self.learn, 'repro_fits', 0)
     self.kind = 'lr_find' if any(isinstance(cb, LRFinder) for cb in self.learn.cbs) else 'eval' if self.learn.lock.locked() else 'fit'
@@ -65,6 +67,13 @@ def before_fit(self:ReproCallback):
     self._join(fit)
     self.learn._with_events = _FailedFitGuard(self)
     if self.kind == 'fit': _AfterAll.add(self)
+
+# %% ../nbs/02_callback.ipynb #4eac307f
+@patch
+def _close_unfinished(self:ReproCallback):
+    "The last counted fit never returned (a callback's `after_fit` raised): end its manifest as failed, and take its guard away."
+    _remove_guard(self.learn)
+    self._end('failed', AFTER_FIT_RAISED)
 
 # %% ../nbs/02_callback.ipynb #bf57f238
 @patch
@@ -103,7 +112,7 @@ def before_train(self:ReproCallback):
 # %% ../nbs/02_callback.ipynb #61a8b0c0
 @patch
 def after_fit(self:ReproCallback):
-    "`validate`, `get_preds` and `lr_find` end here; a counted fit ends in `_AfterAll`, after every other callback's `after_fit`."
+    "`validate`, `get_preds` and `lr_find` end here; a counted fit ends after every other callback's `after_fit`."
     if self.active and self.kind != 'fit': self._finish()
 
 @patch
@@ -149,12 +158,16 @@ def _ending(self:ReproCallback) -> tuple:
 # %% ../nbs/02_callback.ipynb #fdca0731
 class _AfterAll(Callback):
     "Added by `ReproCallback` for one counted fit, ordered after every other callback: records each epoch, and ends the fit."
-    def __init__(self, repro:ReproCallback, order): self.repro, self.order = repro, order
+    def __init__(self, repro:ReproCallback, order, guard): self.repro, self.order, self.guard = repro, order, guard
     @classmethod
     def add(cls, repro:ReproCallback):
         learn = repro.learn
-        learn.remove_cbs([cb for cb in learn.cbs if isinstance(cb, cls)])  # one a fit that raised in `before_fit` left behind
-        learn.add_cb(cls(repro, max(cb.order for cb in learn.cbs) + 1))
+        learn.add_cb(cls(repro, max(cb.order for cb in learn.cbs) + 1, learn.__dict__.get('_with_events')))
+    def before_fit(self):
+        "Left behind by a fit whose `after_fit` raised: go, with that fit's guard, and never act in another fit."
+        learn = self.learn
+        learn.remove_cb(self)
+        if learn.__dict__.get('_with_events') is self.guard: _remove_guard(learn)
     def after_epoch(self): self.repro._progress()
     def after_fit(self):
         self.learn.remove_cb(self)
@@ -222,10 +235,8 @@ def _failed(self:ReproCallback, e:BaseException):
 # %% ../nbs/02_callback.ipynb #5826e8f5
 class _FailedFitGuard:
     "Stands in for `learn._with_events` during a fit: an exception escaping an epoch ends the fit's manifest, then propagates."
-    def __init__(self, cb:ReproCallback): self.cb, self.outer = cb, cb.learn.__dict__.get('_with_events')
-    def _pass(self, *args):
-        learn = self.cb.learn
-        return self.outer(*args) if self.outer is not None else type(learn)._with_events(learn, *args)
+    def __init__(self, cb:ReproCallback): self.cb, self.learn, self.outer = cb, cb.learn, cb.learn.__dict__.get('_with_events')
+    def _pass(self, *args): return self.outer(*args) if self.outer is not None else type(self.learn)._with_events(self.learn, *args)
     def __call__(self, f, event_type, ex, final=noop):
         if event_type != 'epoch': return self._pass(f, event_type, ex, final)
         try: return self._pass(f, event_type, ex, final)
@@ -234,9 +245,11 @@ class _FailedFitGuard:
 
 # %% ../nbs/02_callback.ipynb #bf5d16ff
 def _remove_guard(learn):
-    "Give `learn` back the `_with_events` the guard replaced."
-    guard = learn.__dict__.pop('_with_events', None)
-    if isinstance(guard, _FailedFitGuard) and guard.outer is not None: learn._with_events = guard.outer
+    "Give `learn` back the `_with_events` the guard on top replaced; another stand-in on top (a resume's) is left alone."
+    guard = learn.__dict__.get('_with_events')
+    if not isinstance(guard, _FailedFitGuard): return
+    del learn.__dict__['_with_events']
+    if guard.outer is not None: learn._with_events = guard.outer
 
 # %% ../nbs/02_callback.ipynb #a358c54a
 def _rank_group():

@@ -16,7 +16,7 @@ from fastcore.basics import patch
 from fastai.callback.core import Callback, CancelFitException
 from fastai.callback.schedule import LRFinder
 from .manifest import runs_dir, new_run_id, unwrap_model
-from .verify import fresh_payload, run_fresh
+from .verify import fresh_payload, run_fresh, fresh_tempdir
 from .resume import ReproCheckpoint, parse_checkpoint_name, _positive_int
 
 # %% auto #0
@@ -499,12 +499,12 @@ def find_divergence(a, # a trace (path or `Trace`), or `make_learner`: returns a
     "Where two runs part: compare traces `a` and `b`, or trace `fit(make_learner())` in two fresh processes and compare."
     if not callable(a): return compare_traces(a, b)
     what, every = _check_find_args(b, max_steps, checkpoint_every, what, every)
-    tmp = folder is None
-    folder = Path(tempfile.mkdtemp(prefix='fastrepro-diverge-') if tmp else folder); folder.mkdir(parents=True, exist_ok=True)
+    tmp = fresh_tempdir('diverge') if folder is None else None  # named after this process: removed even if it is killed
+    folder = Path(tmp.name if tmp else folder); folder.mkdir(parents=True, exist_ok=True)
     try:
         ta, tb, manifests = _fresh_pair(a, b, folder, 'run', timeout, max_steps, checkpoint_every, every=every, what=what)
         report = compare_traces(ta, tb)
         if not refine or report.identical or report.phase == 'data' or 'forward' in what: return report
         return _replay(report, a, b, folder, timeout, every, what, manifests if checkpoint_every else None)
     finally:
-        if tmp: shutil.rmtree(folder, ignore_errors=True)
+        if tmp: tmp.cleanup()
