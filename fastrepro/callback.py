@@ -14,7 +14,7 @@ from fastai.callback.schedule import LRFinder
 from fastai.data.load import DataLoader
 from .seed import check_seed, check_deterministic, key, set_seed, rng_states, set_rng_states, NondeterministicOps
 from .data import reseed_dls, set_epoch, release_dls, keyed_loader
-from .manifest import start_fit_manifest, end_fit_manifest, record_progress
+from .manifest import start_fit_manifest, end_fit_manifest, record_progress, recorded_epochs, finish_manifest, write_manifest
 
 # %% auto #0
 __all__ = ['REBUILD_MODES', 'AFTER_FIT_RAISED', 'PROGRESS_EVERY_S', 'ReproCallback', 'tell_manifest', 'extend_manifest',
@@ -51,14 +51,11 @@ def after_create(self:ReproCallback): reseed_dls(self.dls, self._resolve('seed',
 def before_fit(self:ReproCallback):
     self.active = [cb for cb in self.learn.cbs if isinstance(cb, ReproCallback)][-1] is self
     if not self.active: return
-    if self.m is not None and not self.learn.lock.locked(): self._close_unfinished()
+    if self.learn.lock.locked(): return self._begin_eval()  # validate, get_preds: free passes, and nothing reseeded
+    _clear_unfinished(self.learn)
     self.rng, self.counted, self.stop, self.m, self.ops = rng_states(), False, None, None, None
     self.fit_seed, self.n = self._resolve('seed', 42), getattr(self.learn, 'repro_fits', 0)
-    self.kind = 'lr_find' if any(isinstance(cb, LRFinder) for cb in self.learn.cbs) else 'eval' if self.learn.lock.locked() else 'fit'
-    if self.kind == 'eval':  # validate, get_preds: free passes, and nothing reseeded
-        reseed_dls(self.dls, self.fit_seed, fit=None)
-        self._join(None)
-        return
+    self.kind = 'lr_find' if any(isinstance(cb, LRFinder) for cb in self.learn.cbs) else 'fit'
     if self.kind == 'fit' and self.rebuild == 'full': rebuild_dls(self.learn, self.fit_seed)
     canonical_state(self.learn)
     fit = f'lr_find:{self.n}' if self.kind == 'lr_find' else self.n
@@ -70,10 +67,34 @@ def before_fit(self:ReproCallback):
 
 # %% ../nbs/02_callback.ipynb #4eac307f
 @patch
+def _begin_eval(self:ReproCallback):
+    "A `validate` or `get_preds` pass: keyed as a free pass. Inside a fit (from a callback's `after_fit`) it leaves the fit's state alone."
+    self.__dict__.setdefault('evals', []).append((getattr(self, 'kind', None), rng_states(), self.group))
+    self.kind, self.fit_seed = 'eval', self._resolve('seed', 42)
+    reseed_dls(self.dls, self.fit_seed, fit=None)
+    if self.group is None: self._join(None)  # inside a distributed fit, the fit's group is in force
+
+@patch
+def _end_eval(self:ReproCallback):
+    "Free the loaders, leave a group joined for this pass only, give the generators back, and return to the fit it ran inside."
+    self.kind, rng, group = self.evals.pop()
+    release_dls(self.dls)
+    if group is None and self.group is not None: self.group.leave(self.learn); self.group = None
+    set_rng_states(rng)
+
+@patch
 def _close_unfinished(self:ReproCallback):
-    "The last counted fit never returned (a callback's `after_fit` raised): end its manifest as failed, and take its guard away."
-    _remove_guard(self.learn)
-    self._end('failed', AFTER_FIT_RAISED)
+    "The last counted fit never returned (a callback's `after_fit` raised): end its manifest as failed, with the results it last wrote."
+    m, ops, self.m, self.ops = self.m, self.ops, None, None
+    if ops is not None: ops.stop()
+    if m is not None: write_manifest(finish_manifest(m, 'failed', AFTER_FIT_RAISED), self.runs_dir)
+
+def _clear_unfinished(learn):
+    "What fits that never returned left on `learn`: their manifests end as failed, and their `_AfterAll`s and guards go."
+    for cb in [cb for cb in learn.cbs if isinstance(cb, _AfterAll)]:
+        learn.remove_cb(cb)
+        cb.repro._close_unfinished()
+    while isinstance(learn.__dict__.get('_with_events'), _FailedFitGuard): _remove_guard(learn)
 
 # %% ../nbs/02_callback.ipynb #bf57f238
 @patch
@@ -113,7 +134,10 @@ def before_train(self:ReproCallback):
 @patch
 def after_fit(self:ReproCallback):
     "`validate`, `get_preds` and `lr_find` end here; a counted fit ends after every other callback's `after_fit`."
-    if self.active and self.kind != 'fit': self._finish()
+    if not self.active: return
+    if self.__dict__.get('evals'): self._end_eval()
+    elif self.kind == 'lr_find': self._finish()
+    elif self.m is not None: self.epochs = recorded_epochs(self.learn)  # before a later `after_fit` validates: that resets the Recorder
 
 @patch
 def _finish(self:ReproCallback):
@@ -158,18 +182,17 @@ def _ending(self:ReproCallback) -> tuple:
 # %% ../nbs/02_callback.ipynb #fdca0731
 class _AfterAll(Callback):
     "Added by `ReproCallback` for one counted fit, ordered after every other callback: records each epoch, and ends the fit."
-    def __init__(self, repro:ReproCallback, order, guard): self.repro, self.order, self.guard = repro, order, guard
+    def __init__(self, repro:ReproCallback, order): self.repro, self.order = repro, order
     @classmethod
-    def add(cls, repro:ReproCallback):
-        learn = repro.learn
-        learn.add_cb(cls(repro, max(cb.order for cb in learn.cbs) + 1, learn.__dict__.get('_with_events')))
+    def add(cls, repro:ReproCallback): repro.learn.add_cb(cls(repro, max(cb.order for cb in repro.learn.cbs) + 1))
+    def _fitting(self) -> bool: return self.learn is not None and not self.learn.lock.locked()  # not an evaluation pass inside the fit
     def before_fit(self):
-        "Left behind by a fit whose `after_fit` raised: go, with that fit's guard, and never act in another fit."
-        learn = self.learn
-        learn.remove_cb(self)
-        if learn.__dict__.get('_with_events') is self.guard: _remove_guard(learn)
-    def after_epoch(self): self.repro._progress()
+        "Still here when a fit starts: the fit that added it never returned. End it (a fit with `ReproCallback` did already)."
+        if self._fitting(): _clear_unfinished(self.learn)
+    def after_epoch(self):
+        if self._fitting(): self.repro._progress()
     def after_fit(self):
+        if not self._fitting(): return
         self.learn.remove_cb(self)
         self.repro._finish()
 
@@ -178,7 +201,8 @@ class _AfterAll(Callback):
 def _progress(self:ReproCallback):
     "After an epoch, once the `Recorder` has its values: rewrite the `running` manifest, so a killed fit says how far it got."
     if self.m is None or time.monotonic() - self.written < PROGRESS_EVERY_S: return  # epochs of milliseconds: not every one
-    self.learn.repro_manifest = record_progress(self.learn, self.m, self.runs_dir)
+    try: self.learn.repro_manifest = record_progress(self.learn, self.m, self.runs_dir)
+    except OSError as e: warnings.warn(f"fastrepro could not record the fit's progress (training goes on): {e!r}")
     self.written = time.monotonic()
 
 # %% ../nbs/02_callback.ipynb #f6c7528d
@@ -197,7 +221,8 @@ def _end(self:ReproCallback, status, error=None):
     self._extend(m)
     # warn-only counts what ran; strict mode would have raised at the first such op; with determinism off, nobody knows
     m['randomness']['nondeterministic_ops'] = ops.stop() if ops else ({} if self.learn.repro_record.deterministic_algorithms else None)
-    self.learn.repro_manifest = end_fit_manifest(self.learn, m, status, self.runs_dir, error)
+    epochs, self.epochs = self.__dict__.get('epochs'), None
+    self.learn.repro_manifest = end_fit_manifest(self.learn, m, status, self.runs_dir, error, epochs=epochs)
     tell_manifest(self.learn, m, self.learn.repro_manifest)
 
 # %% ../nbs/02_callback.ipynb #1b397a63
@@ -226,7 +251,7 @@ def extend_manifest(learn, m:dict):
 @patch
 def _failed(self:ReproCallback, e:BaseException):
     _remove_guard(self.learn)
-    self.learn.remove_cbs([cb for cb in self.learn.cbs if isinstance(cb, _AfterAll)])  # fastai runs no after_fit
+    self.learn.remove_cbs([cb for cb in self.learn.cbs if isinstance(cb, _AfterAll) and cb.repro is self])  # fastai runs no after_fit
     try:
         if self.m is not None: self._end('cancelled' if isinstance(e, KeyboardInterrupt) else 'failed', e)
     except Exception as w: warnings.warn(f"fastrepro could not write the manifest of the fit that raised {e!r}: {w!r}")

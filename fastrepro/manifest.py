@@ -18,8 +18,8 @@ __all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'SCHEMA_VERSION', 'LAYERS', 'REQUI
            'strip_credentials', 'script_path', 'code_info', 'new_run_id', 'process_identity', 'new_manifest',
            'finish_manifest', 'runs_dir', 'remove_orphans', 'write_manifest', 'ManifestError', 'register_scheme',
            'uri_scheme', 'load_manifest', 'liveness', 'ManifestDiff', 'diff_manifests', 'fit_calls', 'unwrap_model',
-           'hyperparameters', 'file_artifact', 'record_artifact', 'start_fit_manifest', 'end_fit_manifest',
-           'record_progress']
+           'hyperparameters', 'file_artifact', 'record_artifact', 'start_fit_manifest', 'recorded_epochs',
+           'end_fit_manifest', 'record_progress']
 
 # %% ../nbs/07_manifest.ipynb #3b1e7c20
 from fastcore.basics import patch
@@ -180,16 +180,22 @@ def _boot_id() -> str|None:
     try: return Path('/proc/sys/kernel/random/boot_id').read_text().strip()
     except OSError: return None
 
-def _start_ticks(pid:int) -> int|None:
-    "Process `pid`'s start time, in clock ticks since boot (field 22 of /proc/<pid>/stat; the name before it may hold spaces)."
-    try: return int(Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[19])
-    except (OSError, IndexError, ValueError): return None
+def _pid_ns() -> str|None:
+    "This process's PID namespace (containers on one host may share a host name, not their pids)."
+    try: return os.readlink('/proc/self/ns/pid')
+    except OSError: return None
+
+def _proc_stat(pid:int) -> tuple|None:
+    "Process `pid`'s state letter and start time in clock ticks since boot (fields 3 and 22 of /proc/<pid>/stat), or None."
+    try: fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()  # the name before ')' may hold spaces
+    except (OSError, IndexError): return None
+    return fields[0], int(fields[19])
 
 # %% ../nbs/07_manifest.ipynb #a44a977b
 def process_identity(pid:int=None) -> dict:
-    "Process `pid` (default: this one) as a later reader can recognise it: host, pid, boot id and start time."
+    "Process `pid` (default: this one) as a later reader can recognise it: host, PID namespace, pid, boot id and start time."
     pid = os.getpid() if pid is None else pid
-    return dict(host=socket.gethostname(), pid=pid, boot_id=_boot_id(), start_ticks=_start_ticks(pid))
+    return dict(host=socket.gethostname(), pid_ns=_pid_ns(), pid=pid, boot_id=_boot_id(), start_ticks=(_proc_stat(pid) or (None, None))[1])
 
 # %% ../nbs/07_manifest.ipynb #d8e3b5a9
 def new_manifest(seed:int=None, seed_record:dict=None, **layers) -> dict:
@@ -303,14 +309,17 @@ def uri_scheme(run) -> str|None:
     m = re.match(r'([A-Za-z][A-Za-z0-9+.-]+):', run) if isinstance(run, str) else None
     return m.group(1) if m and not Path(run).exists() else None
 
+def _fetcher(scheme:str):
+    "The function that reads `scheme:` URIs: registered, or declared by an installed package as a `fastrepro.manifest_schemes` entry point."
+    if scheme not in MANIFEST_SCHEMES:
+        for ep in metadata.entry_points(group='fastrepro.manifest_schemes', name=scheme): register_scheme(scheme, ep.load())
+    return MANIFEST_SCHEMES.get(scheme)
+
 # %% ../nbs/07_manifest.ipynb #0b9d5e4a
-def load_manifest(path) -> dict:
+def load_manifest(path, # a manifest file, or a URI such as `runs:/<id>`
+                  liveness_check:bool=True) -> dict: # report a `running` run whose process is gone as `killed`
     "Read and validate the manifest at `path` (or at a URI a module registered, as `runs:/<id>`). JSON only: nothing is executed or unpickled."
-    if (scheme := uri_scheme(path)) is not None:
-        if scheme not in MANIFEST_SCHEMES:
-            raise ValueError(f"no module registered {scheme}: URIs in this process, so {path!r} cannot be read: import the one "
-                             f"that serves them (`import fastrepro.mlflow` for runs:/ and mlflow:)")
-        return MANIFEST_SCHEMES[scheme](path)
+    if (scheme := uri_scheme(path)) is not None and (fetch := _fetcher(scheme)) is not None: return fetch(path)
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"no manifest at {path}")
     try: m = json.loads(path.read_text())
@@ -322,7 +331,7 @@ def load_manifest(path) -> dict:
     if major != SCHEMA_VERSION.split('.')[0]:
         raise ManifestError(f"{path}: schema version {m['schema_version']} is not supported by this fastrepro "
                             f"(reads {SCHEMA_VERSION.split('.')[0]}.x); upgrade fastrepro to read it")
-    if m['status'] == 'running' and liveness(m) == 'dead': m['status'] = 'killed'  # see Killed runs
+    if liveness_check and m['status'] == 'running' and liveness(m) == 'dead': m['status'] = 'killed'  # see Killed runs
     return m
 
 # %% ../nbs/07_manifest.ipynb #3211059d
@@ -330,11 +339,13 @@ def liveness(m:dict) -> str:
     "Whether the process that wrote `running` manifest `m` still runs: 'alive', 'dead', 'elsewhere' (another host) or 'unknown'."
     p = m.get('process') or {}
     if not isinstance(p.get('pid'), int): return 'unknown'
-    if p.get('host') != socket.gethostname(): return 'elsewhere'
+    if p.get('host') != socket.gethostname() or p.get('pid_ns', _pid_ns()) != _pid_ns(): return 'elsewhere'  # its pids are not ours to ask
     if None not in (p.get('boot_id'), now := _boot_id()) and p['boot_id'] != now: return 'dead'  # the machine rebooted since
     if not _pid_alive(p['pid']): return 'dead'
-    started = _start_ticks(p['pid'])
-    return 'dead' if None not in (p.get('start_ticks'), started) and started != p['start_ticks'] else 'alive'  # else: pid reused
+    stat = _proc_stat(p['pid'])
+    if stat is None: return 'alive'  # no /proc: the pid alone decides
+    state, started = stat
+    return 'dead' if state == 'Z' or (p.get('start_ticks') is not None and started != p['start_ticks']) else 'alive'  # a zombie, or the pid reused
 
 # %% ../nbs/07_manifest.ipynb #1aff3426
 # `cublas_action` says what set_seed did (set or kept); what is in force is `cublas_workspace_config`, which is compared.
@@ -474,7 +485,7 @@ def record_artifact(run, # a manifest's path, or a Learner (its last fit's manif
     "Add the file at `path` to `run`'s manifest, which is rewritten atomically; return the artifact."
     mp, p = _manifest_path(run), Path(path)
     if not p.is_file() and hasattr(run, 'path') and (Path(run.path)/p).is_file(): p = Path(run.path)/p
-    a, m = file_artifact(p), load_manifest(mp)
+    a, m = file_artifact(p), load_manifest(mp, liveness_check=False)  # rewrite what the file says, never a reader's `killed`
     m['artifacts'] = _merge_artifacts(m.get('artifacts') or [], [a])
     write_manifest(m, mp.parent)
     return a
@@ -511,13 +522,18 @@ def start_fit_manifest(learn, seed:int, seed_record:dict=None, fit=None) -> dict
     return m
 
 # %% ../nbs/07_manifest.ipynb #0a9f4d1e
-def end_fit_manifest(learn, m:dict, status:str=None, runs=None, error=None) -> Path:
-    "Add `learn`'s results to `m`, set its status (and end time unless `running`) and error, and write it; return its path."
-    from fastrepro.fingerprint import hash_state_dict
+def recorded_epochs(learn) -> dict:
+    "The metric names and per-epoch values `learn`'s `Recorder` holds (None without one), and the last epoch's as `final`."
     rec = getattr(learn, 'recorder', None)  # None with `default_cbs=False`: then nothing recorded the metrics
     names = list(rec.metric_names[1:-1]) if rec is not None else None
     epochs = [[float(v) if v is not None else None for v in vals] for vals in rec.values] if rec is not None else None
-    m['results'] = dict(m.get('results') or {}, metric_names=names, epochs=epochs, final=dict(zip(names, epochs[-1])) if epochs else {},
+    return dict(metric_names=names, epochs=epochs, final=dict(zip(names, epochs[-1])) if epochs else {})
+
+def end_fit_manifest(learn, m:dict, status:str=None, runs=None, error=None,
+                     epochs:dict=None) -> Path: # `recorded_epochs` taken earlier: an evaluation pass after training resets the Recorder
+    "Add `learn`'s results to `m`, set its status (and end time unless `running`) and error, and write it; return its path."
+    from fastrepro.fingerprint import hash_state_dict
+    m['results'] = dict(m.get('results') or {}, **(epochs or recorded_epochs(learn)),
                         final_weights_sha256=hash_state_dict(unwrap_model(learn.model).state_dict()) if status else None)
     if status:
         m['artifacts'] = _merge_artifacts(m['artifacts'], _saved_models(learn, m['started_at']))

@@ -22,6 +22,7 @@ try:
     from mlflow import MlflowClient
     from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
     from mlflow.exceptions import MlflowException
+    from mlflow.types.type_hints import TypeFromExample
 except ImportError as e:
     raise ImportError("fastrepro.mlflow needs MLflow: pip install 'fastrepro[mlflow]'") from e
 
@@ -307,7 +308,9 @@ def _start(self:MLflowReproCallback, m, path):
         client = MlflowClient(self.uri)
         exp = self._experiments.get(self.uri) or experiment_id(client, self.uri, self.experiment)
         self._experiments[self.uri] = exp  # one lookup per store, not per fit
-        rid, self.epochs_logged = continue_run(client, exp, m) or (start_run(client, exp, m, self.run_name), 0)
+        cont = continue_run(client, exp, m)
+        rid, self.epochs_logged = cont or (start_run(client, exp, m, self.run_name), 0)
+        self.continued = cont is not None
         return dict(client=client, run_id=rid)
     self.live = self._safe('start a run', open_run)
     self.learn.mlflow_run_id = self.live['run_id'] if self.live else None
@@ -316,11 +319,11 @@ def _start(self:MLflowReproCallback, m, path):
 def continue_run(client:MlflowClient, exp_id:str, m:dict) -> tuple|None:
     "For a resumed fit's manifest `m`: the interrupted fit's MLflow run, running again, and how many epochs it has; else None."
     if not m.get('resumed_from') or (run := _run_of(client, exp_id, m['run_id'])) is None: return None
-    rid = run.info.run_id
+    rid, names = run.info.run_id, {_mlflow_key(n) for n in (m.get('results') or {}).get('metric_names') or []}
     client.update_run(rid, status='RUNNING')
     if 'fastrepro.logged' in run.data.tags: client.delete_tag(rid, 'fastrepro.logged')
-    steps = [h.step for k in run.data.metrics if k != 'batch_loss' for h in client.get_metric_history(rid, k)]
-    return rid, max(steps, default=-1) + 1
+    steps = [h.step for k in run.data.metrics if k in names for h in client.get_metric_history(rid, k)]
+    return rid, max(steps, default=-1) + 1  # epochs before it that the interrupted fit failed to log are filled in at the end
 
 # %% ../nbs/10_mlflow.ipynb #29b74651
 @patch
@@ -360,9 +363,11 @@ def _finish(self:MLflowReproCallback, m, path):
         except Exception as e: warnings.warn(f"fastrepro could not export the learner for MLflow: {redact(repr(e))[:300]}")
     if live is None: return
     # what no after_epoch of ours logged: the last epoch when a callback of lower order cancelled the fit there (early stopping), batch losses
-    rest = [Metric(n, v, int(time.time() * 1000), e) for n, v, e in epoch_metrics(m) if e >= self.epochs_logged]
+    continued = self.__dict__.get('continued', False)
+    rest = [] if continued else [Metric(n, v, int(time.time() * 1000), e) for n, v, e in epoch_metrics(m) if e >= self.epochs_logged]
     rest += [Metric('batch_loss', float(l), int(time.time() * 1000), it) for it, l in self.losses]
     if rest: self._safe('log the last metrics', _log_in_batches, live['client'], live['run_id'], (), (), rest)
+    if continued: self._safe('log the epochs the run lacks', _log_missing_epochs, live['client'], live['run_id'], m)  # any gap, step by step
     if self.live is not None: self._safe('finish the run', finish_run, live['client'], live['run_id'], load_manifest(path))
     self.live, self.losses = None, []
 
@@ -524,7 +529,9 @@ class LearnerModel(mlflow.pyfunc.PythonModel):
         self.manifest = json.loads(Path(context.artifacts['manifest']).read_text())
         self.kind, why = serving_kind(self.learn)
         if self.kind is None: raise TypeError(why)
-    def predict(self, context, model_input, params=None):  # no type hint: MLflow would convert the input to match it
+    def predict(self, context, model_input:TypeFromExample, params=None):  # no conversion: a DataFrame stays one, a list a list
+        if self.kind == 'items' and hasattr(model_input, 'columns') and len(model_input.columns) == 1:
+            model_input = list(model_input.iloc[:, 0])  # a served request arrives as a one-column DataFrame
         dl = self.learn.dls.test_dl(model_input)
         with self.learn.no_bar():
             if self.kind == 'frame': return self.learn.get_preds(dl=dl)[0].numpy()
