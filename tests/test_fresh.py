@@ -10,6 +10,8 @@ import cloudpickle, pytest
 from fastrepro.verify import fresh_payload, run_fresh, FreshRunError, remove_stale_tempdirs, fresh_tempdir, _HOST
 from fastrepro.resume import _run_child
 
+pytestmark = pytest.mark.slow  # fresh interpreters: the full suite runs them, the inner loop does not
+
 HELPERS = '''
 from fastai.test_utils import synth_learner
 from fastrepro.callback import ReproCallback
