@@ -156,12 +156,12 @@ def _stopper(tb) -> str|None:
         tb = tb.tb_next
     return name
 
-def _nonfinite_losses(learn) -> str|None:
-    "Which of the last epoch's losses are NaN or infinite, if any."
-    rec = getattr(learn, 'recorder', None)
-    if rec is None or not rec.values: return None
-    bad = [f"{n} {v}" for n, v in zip(rec.metric_names[1:-1], rec.values[-1]) if 'loss' in n and v is not None and not math.isfinite(v)]
-    return f"non-finite loss in epoch {len(rec.values) - 1}: {', '.join(bad)}" if bad else None
+def _nonfinite_losses(epochs:dict) -> str|None:
+    "Which of the last epoch's losses in `epochs` (a `recorded_epochs`) are NaN or infinite, if any."
+    rows = epochs['epochs']
+    if not rows: return None
+    bad = [f"{n} {v}" for n, v in zip(epochs['metric_names'], rows[-1]) if 'loss' in n and v is not None and not math.isfinite(v)]
+    return f"non-finite loss in epoch {len(rows) - 1}: {', '.join(bad)}" if bad else None
 
 @patch
 def _stopped(self:ReproCallback, e:CancelFitException):
@@ -174,7 +174,7 @@ def _ending(self:ReproCallback) -> tuple:
     stop, self.stop = self.stop, None
     if stop and stop['by'] == 'TerminateOnNaNCallback':
         return 'diverged', f"non-finite loss: TerminateOnNaNCallback stopped the fit in epoch {stop['epoch']}"
-    if (bad := _nonfinite_losses(self.learn)) is not None: return 'diverged', bad
+    if (bad := _nonfinite_losses(self.__dict__.get('epochs') or recorded_epochs(self.learn))) is not None: return 'diverged', bad  # what the manifest records
     if stop: self.m['stopped_early'] = stop
     return 'completed', None
 

@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/diverge.html.md"""
 
 # %% ../nbs/13_diverge.ipynb #d086ac5e
 from __future__ import annotations
-import json, os, shutil, tempfile, time
+import json, os, time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone

@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/verify.html.md"""
 
 # %% ../nbs/04_verify.ipynb #aa04cb35
 from __future__ import annotations
-import glob, inspect, json, math, os, pickle, re, shutil, socket, subprocess, sys, tempfile, time, uuid
+import glob, inspect, json, math, os, pickle, shutil, subprocess, sys, tempfile, time, uuid
 from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
 from pathlib import Path
 import cloudpickle, torch
@@ -16,7 +16,7 @@ from fastai.callback.core import Callback
 from fastai.callback.schedule import LRFinder
 from fastai.data.load import DataLoader
 from .seed import strict_hint, purpose_seeds
-from .manifest import runs_dir, write_manifest, diff_manifests, _pid_alive
+from .manifest import runs_dir, write_manifest, diff_manifests, _pid_alive, _HOST
 from .fingerprint import _tensor_bytes
 
 # %% auto #0
@@ -148,10 +148,9 @@ def run_fresh(payload:bytes, # from `fresh_payload`
     return dict(r, manifests=[json.loads(t) for t in r['manifests']])
 
 # %% ../nbs/04_verify.ipynb #998cdbd9
-_HOST = re.sub(r'[^A-Za-z0-9_.]', '_', socket.gethostname())  # no '-': the name splits back into kind, host, pid, random part
-
 def remove_stale_tempdirs(root=None) -> int:
     "Remove the `fastrepro-<kind>-<host>-<pid>-*` folders under `root` (the temp folder) of this host's processes that have ended."
+    # `_HOST` (fastrepro.manifest's, for its temp files) has no '-': the name splits back into kind, host, pid, random part
     n = 0
     for d in Path(root or tempfile.gettempdir()).glob(f'fastrepro-*-{glob.escape(_HOST)}-*-*'):
         pid = d.name.split('-')[3]
