@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/callback.html.md"""
 
 # %% ../nbs/02_callback.ipynb #eb3f07d3
 from __future__ import annotations
-import math, time, warnings
+import math, os, time, warnings
 import torch
 from fastcore.basics import noop, patch
 from fastai.callback.core import Callback, TrainEvalCallback, CancelFitException
@@ -17,8 +17,8 @@ from .data import reseed_dls, set_epoch, release_dls, keyed_loader
 from .manifest import start_fit_manifest, end_fit_manifest, record_progress, recorded_epochs, finish_manifest, write_manifest
 
 # %% auto #0
-__all__ = ['REBUILD_MODES', 'AFTER_FIT_RAISED', 'PROGRESS_EVERY_S', 'ReproCallback', 'tell_manifest', 'extend_manifest',
-           'canonical_state', 'rebuild_dls']
+__all__ = ['REBUILD_MODES', 'AFTER_FIT_RAISED', 'PROGRESS_EVERY_S', 'DRILL_EPOCHS', 'DRILL_STOP', 'ReproCallback', 'DrillStop',
+           'tell_manifest', 'extend_manifest', 'canonical_state', 'rebuild_dls']
 
 # %% ../nbs/02_callback.ipynb #157046cc
 REBUILD_MODES = ('reseed', 'full')
@@ -124,7 +124,7 @@ def before_train(self:ReproCallback):
     self.learn.repro_fits, self.counted = self.n + 1, True
     if self.manifest and (self.group is None or self.group.rank == 0):  # one manifest per run: rank 0's
         if self.learn.repro_record.warn_only: self.ops = NondeterministicOps().start()
-        self.m = start_fit_manifest(self.learn, self.fit_seed, self.learn.repro_record.as_dict(), fit=self.n)
+        self.m = start_fit_manifest(self.learn, self.fit_seed, self.learn.repro_record.as_dict(), fit=self.n, runs=self.runs_dir)
         self._extend(self.m)
         self.learn.repro_manifest = end_fit_manifest(self.learn, self.m, None, self.runs_dir)  # status `running`
         tell_manifest(self.learn, self.m, self.learn.repro_manifest)
@@ -166,7 +166,7 @@ def _nonfinite_losses(epochs:dict) -> str|None:
 @patch
 def _stopped(self:ReproCallback, e:CancelFitException):
     "A callback stopped the fit as designed: remember which, and in which epoch."
-    self.stop = dict(by=_stopper(e.__traceback__), epoch=self.learn.epoch)
+    self.stop = dict(by=DRILL_STOP if isinstance(e, DrillStop) else _stopper(e.__traceback__), epoch=self.learn.epoch)
 
 @patch
 def _ending(self:ReproCallback) -> tuple:
@@ -190,7 +190,7 @@ class _AfterAll(Callback):
         "Still here when a fit starts: the fit that added it never returned. End it (a fit with `ReproCallback` did already)."
         if self._fitting(): _clear_unfinished(self.learn)
     def after_epoch(self):
-        if self._fitting(): self.repro._progress()
+        if self._fitting(): self.repro._progress(); self.repro._drill_stop()
     def after_fit(self):
         if not self._fitting(): return
         self.learn.remove_cb(self)
@@ -204,6 +204,19 @@ def _progress(self:ReproCallback):
     try: self.learn.repro_manifest = record_progress(self.learn, self.m, self.runs_dir)
     except OSError as e: warnings.warn(f"fastrepro could not record the fit's progress (training goes on): {e!r}")
     self.written = time.monotonic()
+
+# %% ../nbs/02_callback.ipynb #492af8c8
+DRILL_EPOCHS = 'FASTREPRO_DRILL_EPOCHS'  # set by `fastrepro reproduce --epochs N` in the rerun: each counted fit stops after N epochs
+DRILL_STOP = 'fastrepro reproduce --epochs'  # the manifest's `stopped_early.by` for such a stop
+
+class DrillStop(CancelFitException):
+    "A fit stopped after the epochs a reproduction drill compares."
+
+@patch
+def _drill_stop(self:ReproCallback):
+    "In a drill (`DRILL_EPOCHS` set), stop the fit once it has run that many epochs."
+    n = os.environ.get(DRILL_EPOCHS)
+    if n and self.learn.epoch + 1 >= int(n) and self.learn.epoch + 1 < self.learn.n_epoch: raise DrillStop()
 
 # %% ../nbs/02_callback.ipynb #f6c7528d
 @patch

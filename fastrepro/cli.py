@@ -1,4 +1,4 @@
-"""`fastrepro show`, `diff`, `check-env`, `runs`, `sweep` and `diverge`: read, compare and list run manifests, seed sweeps and step traces from a shell, with exit codes scripts can rely on.
+"""`fastrepro show`, `diff`, `check-env`, `runs`, `sweep`, `diverge` and `reproduce`: read, compare, list and rerun run manifests, seed sweeps and step traces from a shell, with exit codes scripts can rely on.
 
 Docs: https://fastrepro.github.io/fastrepro/cli.html.md"""
 
@@ -36,6 +36,7 @@ def _parser():
     _add_sweep(sub)
     v = sub.add_parser('diverge', help='where two step traces (fastrepro.diverge) part; exit 1 if they do')
     v.add_argument('trace_a'); v.add_argument('trace_b')
+    _add_reproduce(sub)
     return p
 
 # %% ../nbs/08_cli.ipynb #f4de9380
@@ -48,6 +49,21 @@ def _add_sweep(sub):
     c.add_argument('--metric', default='accuracy'); c.add_argument('--level', type=float, default=0.95)
     k = cmd.add_parser('compare', help='is sweep B better or worse than sweep A beyond seed noise?')
     k.add_argument('dir_a'); k.add_argument('dir_b'); k.add_argument('--metric', default='accuracy')
+
+# %% ../nbs/08_cli.ipynb #c69f31e7
+def _add_reproduce(sub):
+    r = sub.add_parser('reproduce', help='rerun a recorded run from its record and judge the result; exit 0 reproduced, 1 differs, 2 cannot run')
+    r.add_argument('run', help='manifest path or run id')
+    r.add_argument('--epochs', type=int, default=None, help='stop each fit after N epochs: a short drill compares what it ran')
+    r.add_argument('--require', choices=('bitwise',), default='bitwise', help='what counts as reproduced')
+    r.add_argument('--repo', default=None, help="the repository with the run's commit, if not where it was recorded")
+    r.add_argument('--json', action='store_true', help='print the full report as JSON')
+
+def _reproduce_cmd(a) -> int:
+    from fastrepro.reproduce import reproduce
+    r = reproduce(resolve_run(a.run, a.runs), epochs=a.epochs, require=a.require, repo=a.repo)
+    print(json.dumps(r.to_dict(), default=str) if a.json else r)
+    return r.exit_code
 
 # %% ../nbs/08_cli.ipynb #c6761bea
 def _sweep_cmd(a) -> int:
@@ -135,12 +151,35 @@ def _layer_lines(m):
     splits = ', '.join(f"{k} {v['n']} ({v['sha256'][:12]})" for k, v in (data.get('splits') or {}).items())
     return [f"  randomness  {_randomness(m['randomness'])}",
             f"  data        {splits or data.get('error') or 'not recorded'}",
-            f"  code        {c.get('commit') or 'no git'}{' (dirty)' if c.get('dirty') else ''} {c.get('script') or ''}".rstrip(),
+            f"  code        {_code_line(c)}",
+            f"  entry       {_entry_line(c)}",
             f"  environment python {e.get('python')}, torch {e.get('torch')}, cuda {e.get('cuda')}, {len(e.get('packages', {}))} packages",
-            f"  hardware    {h.get('cpu_model')} x{h.get('cpu_count')}, gpus {[g['name'] for g in h['gpus']] if h.get('gpus') else None}",
+            f"  hardware    {h.get('cpu_model')} x{h.get('cpu_count')}, gpus {[g['name'] for g in h['gpus']] if h.get('gpus') else None}, "
+            f"threads {(h.get('threads') or {}).get('intra_op', 'unknown')}",
             f"  env vars    {m['env_vars'] or {}}",
             f"  fit         {_call(hp)}, {hp.get('epochs')} epochs, bs {hp.get('bs')}, {hp.get('num_workers')} workers, "
             f"{hp.get('model')} ({hp.get('n_params')} params)"]
+
+# %% ../nbs/08_cli.ipynb #16d292d8
+def _code_line(c:dict) -> str:
+    "The commit, what a dirty tree adds, and whether a remote holds the commit (unknown in a manifest older than 1.1)."
+    if not c.get('commit'): return 'no git'
+    extra = []
+    if c.get('dirty'):
+        if 'untracked' not in c: extra.append('dirty, patch not recorded')
+        else: extra.append(f"dirty: patch {(c.get('patch') or {}).get('bytes', 0)} bytes, {len(c['untracked'])} untracked file(s)"
+                           + (f", {len(c['left_out'])} left out" if c.get('left_out') else ''))
+    extra.append({True: 'on a remote', False: 'on no remote'}.get(c.get('on_remote'), 'remote unknown'))
+    return f"{c['commit'][:12]} ({', '.join(extra)})"
+
+def _entry_line(c:dict) -> str:
+    "How the run was started, as `fastrepro reproduce` would replay it."
+    e = c.get('entry')
+    if not e: return 'unknown (a manifest older than 1.1)'
+    if not e['replayable']: return f"not replayable: {e['reason']}"
+    if e['kind'] == 'notebook': return f"notebook {e['path']}, cells run {'in order' if e['in_order'] else 'OUT OF ORDER'}"
+    what = f"python -m {e['module']}" if e['kind'] == 'module' else f"python {e['path']}"
+    return ' '.join([what, *e['argv']]) + f"  (in {e['cwd']})"
 
 # %% ../nbs/08_cli.ipynb #1c6e9f3d
 def _results_lines(res):
@@ -226,6 +265,7 @@ def _divergence_hint(d) -> str:
 def _run(a) -> int:
     if a.command == 'sweep': return _sweep_cmd(a)
     if a.command == 'diverge': return _diverge_cmd(a)
+    if a.command == 'reproduce': return _reproduce_cmd(a)
     if a.command == 'mlflow' or (a.command == 'runs' and a.mlflow is not None): return _mlflow_cmd(a)
     load = lambda run: _load(a, run)
     if a.command == 'show': print(show(load(a.run))); return 0

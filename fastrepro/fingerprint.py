@@ -13,8 +13,8 @@ import pandas as pd, torch
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['cache_dir', 'hash_file', 'HashCache', 'hash_files', 'fingerprint_files', 'list_files', 'fingerprint_folder',
-           'hash_dataframe', 'fingerprint_items', 'fingerprint_dls', 'hash_state_dict']
+__all__ = ['LISTINGS', 'cache_dir', 'hash_file', 'HashCache', 'hash_files', 'parse_listing', 'fingerprint_files', 'list_files',
+           'fingerprint_folder', 'hash_dataframe', 'fingerprint_items', 'fingerprint_dls', 'hash_state_dict']
 
 # %% ../nbs/06_fingerprint.ipynb #7140310f
 def cache_dir() -> Path:
@@ -106,8 +106,12 @@ def hash_files(paths, # files to hash
     return _hash_abs(paths, os.path.commonpath(paths), cache, threads) if paths else []
 
 # %% ../nbs/06_fingerprint.ipynb #9e32d0fe
-def _combine(pairs) -> str:
-    return hashlib.sha256(''.join(f"{name}\0{digest}\n" for name, digest in pairs).encode()).hexdigest()
+LISTINGS = {}  # sha256 -> the file listing it hashes, for the last few fingerprints: a manifest keeps them, so a changed file can be named later
+_LISTINGS_KEPT = 16
+
+def _listing(pairs) -> bytes: return ''.join(f"{name}\0{digest}\n" for name, digest in pairs).encode()
+
+def _combine(pairs) -> str: return hashlib.sha256(_listing(pairs)).hexdigest()
 
 # %% ../nbs/06_fingerprint.ipynb #88b83b7c
 def _relpaths(paths, root):
@@ -117,9 +121,18 @@ def _relpaths(paths, root):
 
 # %% ../nbs/06_fingerprint.ipynb #9c208893
 def _fingerprint(paths, root, cache):
-    "Fingerprint of absolute `paths` under the absolute folder `root`."
+    "Fingerprint of absolute `paths` under the absolute folder `root`; its listing is kept in `LISTINGS`."
     pairs = sorted(zip(_relpaths(paths, root), _hash_abs(paths, root, cache, None)))
-    return dict(sha256=_combine(pairs), n=len(pairs))
+    text = _listing(pairs)
+    sha = hashlib.sha256(text).hexdigest()
+    LISTINGS.pop(sha, None); LISTINGS[sha] = text
+    while len(LISTINGS) > _LISTINGS_KEPT: LISTINGS.pop(next(iter(LISTINGS)))
+    return dict(sha256=sha, n=len(pairs))
+
+# %% ../nbs/06_fingerprint.ipynb #a559efc4
+def parse_listing(text:bytes) -> dict:
+    "A listing from `LISTINGS` as {relative path: sha256}."
+    return dict(line.split('\0') for line in text.decode().splitlines())
 
 # %% ../nbs/06_fingerprint.ipynb #10506031
 def fingerprint_files(paths, root=None, cache=True) -> dict:
@@ -174,7 +187,7 @@ def _ds_items(ds):
 
 # %% ../nbs/06_fingerprint.ipynb #2793b287
 def fingerprint_dls(dls, cache=True) -> dict:
-    "Fingerprints of `dls`: every split's items, all items together, and the vocab."
+    "Fingerprints of `dls`: every split's items, all items together, the vocab, and the folder the paths are relative to (`root`)."
     splits = [_ds_items(dl.dataset) for dl in dls.loaders]
     paths = [o for s in splits if not isinstance(s, pd.DataFrame) for o in s if isinstance(o, (str, os.PathLike))]
     root = os.path.commonpath([os.path.abspath(p) for p in paths]) if paths else None
@@ -185,7 +198,8 @@ def fingerprint_dls(dls, cache=True) -> dict:
         if cache is True: hc.close()
     vocab = getattr(dls, 'vocab', None)
     return dict(items=dict(sha256=_combine(sorted((n, f['sha256']) for n, f in fps.items())), n=sum(f['n'] for f in fps.values())),
-                splits=fps, vocab_sha256=hashlib.sha256(repr(list(vocab)).encode()).hexdigest() if vocab is not None else None)
+                splits=fps, vocab_sha256=hashlib.sha256(repr(list(vocab)).encode()).hexdigest() if vocab is not None else None,
+                root=root)
 
 # %% ../nbs/06_fingerprint.ipynb #803450e3
 def _tensor_bytes(t) -> bytes:

@@ -6,20 +6,21 @@ Docs: https://fastrepro.github.io/fastrepro/manifest.html.md"""
 
 # %% ../nbs/07_manifest.ipynb #ece2ac85
 from __future__ import annotations
-import hashlib, json, os, platform, re, socket, subprocess, sys, tempfile, time, uuid
+import functools, hashlib, itertools, json, os, platform, re, socket, subprocess, sys, sysconfig, tempfile, time, uuid, warnings
 from datetime import datetime, timezone
 from glob import escape as glob_escape
 from importlib import metadata
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'SCHEMA_VERSION', 'LAYERS', 'REQUIRED', 'STATUSES', 'MANIFEST_SCHEMES', 'NO_EFFECT',
-           'installed_packages', 'torch_stack', 'environment', 'launcher', 'topology', 'hardware', 'redact', 'env_vars',
-           'strip_credentials', 'script_path', 'code_info', 'new_run_id', 'process_identity', 'new_manifest',
-           'finish_manifest', 'runs_dir', 'remove_orphans', 'write_manifest', 'ManifestError', 'register_scheme',
-           'uri_scheme', 'load_manifest', 'liveness', 'ManifestDiff', 'diff_manifests', 'fit_calls', 'unwrap_model',
-           'hyperparameters', 'file_artifact', 'record_artifact', 'start_fit_manifest', 'recorded_epochs',
-           'end_fit_manifest', 'record_progress']
+__all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'CODE_LIMIT', 'PENDING_BLOBS', 'SCHEMA_VERSION', 'LAYERS', 'REQUIRED', 'STATUSES',
+           'MANIFEST_SCHEMES', 'NO_EFFECT', 'package_source', 'installed_packages', 'package_sources', 'torch_stack',
+           'platform_tag', 'environment', 'launcher', 'topology', 'hardware', 'redact', 'env_vars', 'strip_credentials',
+           'script_path', 'entry_info', 'put_blob', 'code_info', 'new_run_id', 'process_identity', 'runs_dir',
+           'new_manifest', 'finish_manifest', 'remove_orphans', 'write_manifest', 'blob_refs', 'read_blob',
+           'ManifestError', 'register_scheme', 'uri_scheme', 'load_manifest', 'liveness', 'ManifestDiff',
+           'diff_manifests', 'fit_calls', 'unwrap_model', 'hyperparameters', 'file_artifact', 'record_artifact',
+           'start_fit_manifest', 'recorded_epochs', 'end_fit_manifest', 'record_progress']
 
 # %% ../nbs/07_manifest.ipynb #3b1e7c20
 from fastcore.basics import patch
@@ -27,15 +28,44 @@ from fastcore.basics import patch
 # reading, writing and comparing manifests (`fastrepro show`, `diff`, `runs`) needs none of them, and starts in milliseconds
 
 # %% ../nbs/07_manifest.ipynb #b5430d8b
-_PACKAGES = {}
+def package_source(dist:metadata.Distribution) -> str|dict:
+    "Where `dist` came from, from its PEP 610 `direct_url.json`: 'index', or its editable or local folder, VCS URL and commit, or archive."
+    try: du = json.loads(dist.read_text('direct_url.json') or 'null')
+    except (ValueError, OSError): du = None
+    if not isinstance(du, dict): return 'index'  # no direct URL: installed by name, from an index or a find-links folder
+    url = du.get('url')  # a token in it (`https://user:token@...`) is redacted when the manifest is written
+    if 'vcs_info' in du:
+        v = du['vcs_info']
+        return dict(vcs=v.get('vcs'), url=url, commit=v.get('commit_id'), subdirectory=du.get('subdirectory'))
+    if 'dir_info' in du: return dict(dir=url, editable=bool(du['dir_info'].get('editable')))
+    if 'archive_info' in du:
+        a = du['archive_info']
+        return dict(archive=url, sha256=(a.get('hashes') or {}).get('sha256') or (a.get('hash') or '').removeprefix('sha256=') or None)
+    return dict(url=url)
+
+# %% ../nbs/07_manifest.ipynb #2f9e103c
+_DISTS = {}
+
+def _distributions() -> dict:
+    "{name: (version, source, installed by an installer)} of every installed distribution, cached per `sys.path` (re-read when a site folder changes)."
+    stamp = tuple((p, os.stat(p).st_mtime_ns) for p in sys.path if os.path.isdir(p))
+    if stamp not in _DISTS:
+        found = {}
+        # in `sys.path` order, the first of a name is the one Python imports; but a setuptools build leaves `<name>.egg-info`
+        # in its source folder, found first when that folder is the working directory: an installer's record (INSTALLER) wins
+        for d in metadata.distributions():
+            name, installed = (d.metadata['Name'] or '').lower(), d.read_text('INSTALLER') is not None
+            if name and (name not in found or installed and not found[name][2]): found[name] = (d.version, package_source(d), installed)
+        _DISTS.clear(); _DISTS[stamp] = dict(sorted(found.items()))
+    return _DISTS[stamp]
 
 def installed_packages() -> dict:
-    "Every installed distribution: {name: version}, sorted, cached per `sys.path` (re-read when a site folder changes)."
-    stamp = tuple((p, os.stat(p).st_mtime_ns) for p in sys.path if os.path.isdir(p))
-    if stamp not in _PACKAGES:
-        dists = {(d.metadata['Name'] or '').lower(): d.version for d in metadata.distributions()}
-        _PACKAGES.clear(); _PACKAGES[stamp] = dict(sorted((k, v) for k, v in dists.items() if k))
-    return dict(_PACKAGES[stamp])
+    "Every installed distribution: {name: version}, sorted."
+    return {k: v for k, (v, *_) in _distributions().items()}
+
+def package_sources() -> dict:
+    "Where each installed distribution came from (`package_source`): {name: 'index' or a dict}, sorted."
+    return {k: s for k, (_, s, _) in _distributions().items()}
 
 # %% ../nbs/07_manifest.ipynb #5e0a4c61
 def torch_stack() -> dict:
@@ -49,10 +79,19 @@ def torch_stack() -> dict:
                 nccl=nccl, cuda_available=torch.cuda.is_available())
 
 # %% ../nbs/07_manifest.ipynb #0d6f2b93
+@functools.cache
+def platform_tag() -> str:
+    "The most specific wheel tag this interpreter installs, e.g. `cp311-cp311-manylinux_2_36_x86_64` (`sysconfig`'s platform without `packaging`)."
+    try:
+        from packaging.tags import sys_tags
+        return str(next(iter(sys_tags())))
+    except Exception: return sysconfig.get_platform()
+
 def environment() -> dict:
-    "Python, platform, the torch stack and every installed package."
-    return dict(python=platform.python_version(), implementation=platform.python_implementation(),
-                platform=platform.platform(), **torch_stack(), packages=installed_packages())
+    "Python, platform, the torch stack and every installed package, with where it came from."
+    return dict(python=platform.python_version(), python_build=sys.version, implementation=platform.python_implementation(),
+                platform=platform.platform(), platform_tag=platform_tag(), **torch_stack(), packages=installed_packages(),
+                package_sources=package_sources())
 
 # %% ../nbs/07_manifest.ipynb #9d7eefa5
 def _cpu_model():
@@ -85,7 +124,7 @@ def topology() -> dict:
 
 # %% ../nbs/07_manifest.ipynb #2f8e61b4
 def hardware() -> dict:
-    "Host name, CPU model and count, RAM, each GPU's name, memory and driver (`gpus` is None without CUDA), and the `topology`."
+    "Host name, CPU model and count, RAM, each GPU's name, memory and driver (`gpus` is None without CUDA), the `topology`, and torch's thread counts."
     import torch
     gpus = None
     if torch.cuda.is_available():
@@ -98,12 +137,13 @@ def hardware() -> dict:
         except Exception: driver = None
         for g in gpus: g['driver'] = driver
     return dict(hostname=platform.node(), machine=platform.machine(), cpu_model=_cpu_model(), cpu_count=os.cpu_count(),
-                ram_bytes=_ram_bytes(), gpus=gpus, topology=topology())
+                ram_bytes=_ram_bytes(), gpus=gpus, topology=topology(),
+                threads=dict(intra_op=torch.get_num_threads(), inter_op=torch.get_num_interop_threads()))  # bits depend on them on CPU
 
 # %% ../nbs/07_manifest.ipynb #b241a35b
 ENV_ALLOW = ('CUBLAS_WORKSPACE_CONFIG', 'PYTHONHASHSEED', 'OMP_NUM_THREADS', 'CUDA_VISIBLE_DEVICES', 'CUDA_LAUNCH_BLOCKING',
              'NVIDIA_TF32_OVERRIDE', 'TORCH_ALLOW_TF32_CUBLAS_OVERRIDE', 'OPENBLAS_CORETYPE', 'OPENBLAS_NUM_THREADS',
-             'NUMEXPR_NUM_THREADS', 'KMP_AFFINITY', 'WORLD_SIZE', 'RANK', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE',
+             'NUMEXPR_NUM_THREADS', 'VECLIB_MAXIMUM_THREADS', 'KMP_AFFINITY', 'WORLD_SIZE', 'RANK', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE',
              'MASTER_ADDR', 'MASTER_PORT')
 ENV_ALLOW_PREFIXES = ('MKL_', 'NCCL_', 'CUDNN_', 'TORCH_CUDNN_', 'GLOO_', 'ACCELERATE_', 'TORCH_DISTRIBUTED_')
 
@@ -130,10 +170,12 @@ def env_vars(environ=None) -> dict:
     return {k: redact(v) for k, v in sorted(environ.items()) if _allowed(k) and not _SECRET_NAME.search(k)}
 
 # %% ../nbs/07_manifest.ipynb #01b7ea00
-def _git(*args, cwd=None):
-    try: r = subprocess.run(['git', *args], capture_output=True, text=True, timeout=20, cwd=cwd)
+def _git(*args, cwd=None, text=True):
+    "git's output (stripped text, or bytes with `text=False`), or None if git is missing or fails."
+    try: r = subprocess.run(['git', *args], capture_output=True, text=text, timeout=20, cwd=cwd)
     except (OSError, subprocess.SubprocessError): return None
-    return r.stdout.strip() if r.returncode == 0 else None
+    if r.returncode != 0: return None
+    return r.stdout.strip() if text else r.stdout
 
 # %% ../nbs/07_manifest.ipynb #8b4d6a3e
 def strip_credentials(url:str|None) -> str|None:
@@ -141,29 +183,155 @@ def strip_credentials(url:str|None) -> str|None:
     return None if url is None else re.sub(r'(?<=://)[^/@\s]+@', '', url)
 
 # %% ../nbs/07_manifest.ipynb #0f7c3a52
+def _ipython():
+    "The IPython shell this code runs in (a notebook's kernel, execnb's shell), or None."
+    ip = sys.modules.get('IPython')
+    try: return ip.get_ipython() if ip is not None else None
+    except Exception: return None
+
+def _notebook_file(ip) -> Path|None:
+    "The notebook kernel `ip` runs, where Jupyter (`__session__`, `JPY_SESSION_NAME`) or VS Code (`__vsc_ipynb_file__`) says it."
+    for p in (ip.user_ns.get('__session__'), ip.user_ns.get('__vsc_ipynb_file__'), os.environ.get('JPY_SESSION_NAME')):
+        if p and str(p).endswith('.ipynb') and Path(p).is_file(): return Path(p).resolve()
+    return None
+
 def script_path() -> str|None:
     "The running script, or the notebook's path where Jupyter or VS Code says it."
-    nb = os.environ.get('JPY_SESSION_NAME') or globals().get('__vsc_ipynb_file__')
-    if nb: return str(nb)
+    ip = _ipython()
+    if ip is not None and (nb := _notebook_file(ip)) is not None: return str(nb)
+    f = getattr(sys.modules.get('__main__'), '__file__', None)
+    return str(Path(f).resolve()) if f and Path(f).is_file() else None
+
+# %% ../nbs/07_manifest.ipynb #d3e72ec4
+def _executed_cells(ip, nb:Path) -> list|None:
+    "The indices of `nb`'s cells in the order kernel `ip` ran them (None: an input that is no cell of the saved file)."
+    try: cells = json.loads(nb.read_text())['cells']
+    except (OSError, ValueError, KeyError, TypeError): return None
+    index = {}
+    for i, c in enumerate(cells):
+        if c.get('cell_type') == 'code': index.setdefault(''.join(c['source']).strip(), i)
+    raw = getattr(getattr(ip, 'history_manager', None), 'input_hist_raw', None) or ip.user_ns.get('_ih') or []
+    return [index.get(s.strip()) for s in raw[1:] if s.strip()]
+
+# %% ../nbs/07_manifest.ipynb #cc43c6a2
+def _relative(path, root) -> str:
+    "`path` relative to the repository's `root`, with `/`; absolute where it lies outside (or there is no repository)."
+    p = os.path.realpath(path)
+    if root is None: return p
+    r = os.path.relpath(p, os.path.realpath(root))
+    return p if r.startswith('..') else r.replace(os.sep, '/')
+
+def _file_sha256(path) -> str|None:
+    try: return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError: return None
+
+def _not_replayable(kind, reason): return dict(kind=kind, replayable=False, reason=reason)
+
+# %% ../nbs/07_manifest.ipynb #e70f06f9
+def entry_info(root=None) -> dict: # the repository's top folder: paths are recorded relative to it
+    "How this process was started, as `fastrepro reproduce` replays it: a script, a module, a notebook, or not replayable and why."
+    cwd = _relative(os.getcwd(), root)
+    if (ip := _ipython()) is not None:
+        nb = _notebook_file(ip)
+        if nb is None: return _not_replayable('interactive', 'an IPython session that is no notebook file')
+        cells = _executed_cells(ip, nb)
+        in_order = cells is not None and None not in cells and all(a < b for a, b in zip(cells, cells[1:]))
+        return dict(kind='notebook', replayable=True, path=_relative(nb, root), sha256=_file_sha256(nb), cwd=cwd, cells=cells, in_order=in_order)
+    if os.environ.get('PYTEST_CURRENT_TEST'): return _not_replayable('pytest', 'a test that pytest runs')
     main = sys.modules.get('__main__')
-    f = getattr(main, '__file__', None)
-    return str(Path(f).resolve()) if f else None
+    spec, f = getattr(main, '__spec__', None), getattr(main, '__file__', None)
+    if spec is not None and spec.name and spec.name != '__main__':  # python -m: the package's __main__ names the package
+        return dict(kind='module', replayable=True, module=spec.name.removesuffix('.__main__'), argv=sys.argv[1:], cwd=cwd)
+    if f and Path(f).is_file():
+        return dict(kind='script', replayable=True, path=_relative(f, root), sha256=_file_sha256(f), argv=sys.argv[1:], cwd=cwd)
+    return _not_replayable('other', 'started with python -c' if sys.argv[:1] == ['-c'] else 'an interactive interpreter')
+
+# %% ../nbs/07_manifest.ipynb #fd69174d
+CODE_LIMIT = 20 * 2**20  # bytes of patch and untracked files a manifest stores; what is over it is named in `code.left_out`
+PENDING_BLOBS = {}  # sha256 -> bytes a manifest refers to, until `write_manifest` stores them in its runs folder
+
+def put_blob(data:bytes) -> str:
+    "Keep `data` for the next `write_manifest`, which stores it as `<runs>/objects/<sha256>`; return the sha256."
+    sha = hashlib.sha256(data).hexdigest()
+    PENDING_BLOBS.pop(sha, None); PENDING_BLOBS[sha] = data
+    while sum(map(len, PENDING_BLOBS.values())) > 2 * CODE_LIMIT and len(PENDING_BLOBS) > 1: PENDING_BLOBS.pop(next(iter(PENDING_BLOBS)))
+    return sha
+
+# %% ../nbs/07_manifest.ipynb #f1e50133
+def _git_state(cwd=None) -> dict|None:
+    "Commit, branch, whether tracked files changed, and the untracked paths that are not ignored, from one `git status`; None outside a repository."
+    out = _git('status', '--porcelain=v2', '--branch', '--untracked-files=all', '-z', cwd=cwd)
+    if out is None: return None
+    st = dict(commit=None, branch=None, changed=False, untracked=[])
+    for rec in out.split('\0'):
+        if rec.startswith('# branch.oid '): st['commit'] = None if rec.endswith('(initial)') else rec.split()[-1]
+        elif rec.startswith('# branch.head '): st['branch'] = rec.split(' ', 2)[2]
+        elif rec.startswith('? '): st['untracked'].append(rec[2:])
+        elif rec[:2] in ('1 ', '2 ', 'u '): st['changed'] = True
+    return st
+
+@functools.lru_cache(maxsize=64)
+def _repo(cwd:str, commit:str) -> tuple:
+    "(top folder, origin URL without credentials, whether a remote branch holds `commit`), asked once per commit and process."
+    root = _git('rev-parse', '--show-toplevel', cwd=cwd)
+    remote = redact(strip_credentials(_git('config', '--get', 'remote.origin.url', cwd=cwd)) or '') or None
+    on_remote = bool(_git('for-each-ref', '--contains', commit, '--count=1', '--format=%(refname)', 'refs/remotes', cwd=cwd))
+    return root, remote, on_remote
+
+# %% ../nbs/07_manifest.ipynb #0d28117e
+def _patch_applies(root, commit:str, patch:bytes) -> bool:
+    "Whether `patch` applies to `commit`, tried on a scratch index: the working tree and the real index are not touched."
+    with tempfile.TemporaryDirectory() as d:
+        env, p = {**os.environ, 'GIT_INDEX_FILE': os.path.join(d, 'index')}, os.path.join(d, 'patch')
+        Path(p).write_bytes(patch)
+        git = lambda *a: subprocess.run(['git', *a], cwd=root, env=env, capture_output=True, timeout=60).returncode == 0
+        return git('read-tree', commit) and git('apply', '--cached', '--check', '--binary', p)
+
+def _store_code(root, commit:str, changed:bool, untracked:list) -> dict:
+    "The patch and untracked files as blobs, the patch first, then files smallest first, up to `CODE_LIMIT`; the rest named in `left_out`."
+    out, used = dict(patch=None, untracked=[], left_out=[]), 0
+    if changed:
+        p = _git('diff', '--binary', 'HEAD', cwd=root, text=False) or b''
+        out['patch'] = dict(sha256=hashlib.sha256(p).hexdigest(), bytes=len(p), stored=len(p) <= CODE_LIMIT,
+                            applies=_patch_applies(root, commit, p))
+        if out['patch']['stored']: put_blob(p); used = len(p)
+        else: out['left_out'].append('(the patch)')
+    for size, f in sorted((os.path.getsize(Path(root, f)), f) for f in untracked if Path(root, f).is_file()):
+        if used + size > CODE_LIMIT: out['left_out'].append(f); continue
+        used += size
+        out['untracked'].append(dict(path=f, sha256=put_blob(Path(root, f).read_bytes()), bytes=size))
+    if out['left_out']: warnings.warn(f"fastrepro: the run's record leaves out {len(out['left_out'])} file(s) of its code, "
+                                      f"over the {CODE_LIMIT >> 20} MiB limit (code.left_out): {out['left_out'][:5]}", stacklevel=3)
+    return out
+
+def _dirty_sha256(code:dict) -> str|None:
+    "One hash of everything a dirty tree adds to its commit: the patch and each untracked file, by name."
+    parts = ([f"patch\0{code['patch']['sha256']}\n"] if code.get('patch') else []) + [f"{u['path']}\0{u['sha256']}\n" for u in code.get('untracked', [])]
+    return hashlib.sha256(''.join(parts).encode()).hexdigest() if parts else None
 
 # %% ../nbs/07_manifest.ipynb #e9a1b6c7
-def code_info(cwd=None) -> dict:
-    "Git commit, branch, dirty flag, diff hash and remote (credentials removed), and the script path."
-    commit = _git('rev-parse', 'HEAD', cwd=cwd)
-    info = dict(commit=commit, branch=None, dirty=None, diff_sha256=None, remote=None, script=script_path())
-    if commit is None: return info
-    diff = _git('diff', 'HEAD', '--no-color', '--no-ext-diff', cwd=cwd) or ''
-    status = _git('status', '--porcelain', '--untracked-files=no', cwd=cwd)
-    info.update(branch=_git('rev-parse', '--abbrev-ref', 'HEAD', cwd=cwd), dirty=bool(status),
-                diff_sha256=hashlib.sha256(diff.encode()).hexdigest() if diff else None,
-                remote=redact(strip_credentials(_git('config', '--get', 'remote.origin.url', cwd=cwd)) or '') or None)
+_DERIVED = ('__pycache__', '.ipynb_checkpoints')  # untracked folders of what tools derive from the code, not code
+
+def _inside(path:str, folders:list) -> bool: return any(path == f or path.startswith(f + '/') for f in folders)
+def _derived(path:str) -> bool: return any(part in _DERIVED for part in path.split('/'))
+
+def code_info(cwd=None, # where the repository is looked for (default: the working directory)
+              exclude=()) -> dict: # folders whose untracked files are not code: the runs folder, the data, the models
+    "The commit, branch, remote, what a dirty tree adds (patch, untracked files), whether a remote holds the commit, and the entry."
+    st = _git_state(cwd)
+    info = dict(commit=None, branch=None, dirty=None, diff_sha256=None, remote=None, script=script_path(), root=None,
+                on_remote=None, patch=None, untracked=[], left_out=[], entry=None)
+    if st is None or st['commit'] is None: return dict(info, entry=entry_info())
+    root, remote, on_remote = _repo(os.path.realpath(cwd or os.getcwd()), st['commit'])
+    skip = [r for e in exclude if e is not None and (r := _relative(e, root)) != '.' and not os.path.isabs(r)]
+    untracked = [f for f in st['untracked'] if not _inside(f, skip) and not _derived(f)]
+    code = _store_code(root, st['commit'], st['changed'], untracked) if st['changed'] or untracked else {}
+    info.update(commit=st['commit'], branch=st['branch'], dirty=bool(st['changed'] or untracked), remote=remote, root=root,
+                on_remote=on_remote, **code, diff_sha256=_dirty_sha256(code), entry=entry_info(root))
     return info
 
 # %% ../nbs/07_manifest.ipynb #341056c1
-SCHEMA_VERSION = '1.0'
+SCHEMA_VERSION = '1.1'  # 1.1: the entry, the dirty tree's patch and files, package sources, threads, fit_position
 LAYERS = ('data', 'code', 'environment', 'hardware', 'env_vars', 'randomness', 'hyperparameters', 'results')
 REQUIRED = ('schema_version', 'run_id', 'status', 'started_at', *LAYERS)
 STATUSES = ('running', 'completed', 'cancelled', 'failed', 'diverged', 'killed')
@@ -197,13 +365,18 @@ def process_identity(pid:int=None) -> dict:
     pid = os.getpid() if pid is None else pid
     return dict(host=socket.gethostname(), pid_ns=_pid_ns(), pid=pid, boot_id=_boot_id(), start_ticks=(_proc_stat(pid) or (None, None))[1])
 
+# %% ../nbs/07_manifest.ipynb #ad59655a
+def runs_dir(path=None) -> Path:
+    "The runs folder: `path`, else `$FASTREPRO_RUNS`, else `./runs`."
+    return Path(path if path is not None else os.environ.get('FASTREPRO_RUNS', 'runs'))
+
 # %% ../nbs/07_manifest.ipynb #d8e3b5a9
 def new_manifest(seed:int=None, seed_record:dict=None, **layers) -> dict:
     "A manifest with the process's code, environment, hardware and env vars captured now, and `layers` given."
     from fastrepro.seed import KEY_SCHEME, active_purpose_seeds
     m = dict(schema_version=SCHEMA_VERSION, run_id=new_run_id(), status='running', error=None,
              started_at=_now(), ended_at=None, duration_s=None, process=process_identity(), progress=None,
-             data=None, code=code_info(), environment=environment(), hardware=hardware(), env_vars=env_vars(),
+             data=None, code=layers.pop('code', None) or code_info(exclude=[runs_dir()]), environment=environment(), hardware=hardware(), env_vars=env_vars(),
              randomness=dict(seed=seed, set_seed=seed_record, key_scheme=KEY_SCHEME, purpose_seeds=active_purpose_seeds(),
                              nondeterministic_ops=None),  # None: not captured yet
              hyperparameters={}, results={}, artifacts=[])
@@ -224,11 +397,6 @@ def finish_manifest(m:dict, status:str='completed', error:BaseException|str|None
     m.update(status=status, error=None if error is None else redact(_describe_error(error)), ended_at=_now())
     m['duration_s'] = (datetime.fromisoformat(m['ended_at']) - datetime.fromisoformat(m['started_at'])).total_seconds()
     return m
-
-# %% ../nbs/07_manifest.ipynb #ad59655a
-def runs_dir(path=None) -> Path:
-    "The runs folder: `path`, else `$FASTREPRO_RUNS`, else `./runs`."
-    return Path(path if path is not None else os.environ.get('FASTREPRO_RUNS', 'runs'))
 
 # %% ../nbs/07_manifest.ipynb #3d9f1e6b
 _HOST = re.sub(r'[^A-Za-z0-9_.]', '_', socket.gethostname())  # no '-': a temp name splits back into host, pid, random part
@@ -287,11 +455,35 @@ def write_manifest(m:dict, path=None, data_dir=None) -> Path:
         raise ValueError(f"the runs folder {d} is inside the data folder {data_dir}: pass another `runs_dir`")
     d.mkdir(parents=True, exist_ok=True)
     text = redact(json.dumps(m, indent=1, sort_keys=False, default=str))
+    _store_blobs(m, d)  # before the manifest that refers to them
     dest = d/f"{m['run_id']}.json"
     _atomic_write(text, dest)
     _fsync_dir(d)
     remove_orphans(d)
     return dest
+
+# %% ../nbs/07_manifest.ipynb #fd9aaaec
+def blob_refs(m:dict) -> list:
+    "The sha256 of every blob manifest `m` can refer to: the stored patch, the untracked files, and the data splits' listings (a split of files is stored under its fingerprint)."
+    c, splits = m.get('code') or {}, ((m.get('data') or {}).get('splits') or {})
+    return ([c['patch']['sha256']] if (c.get('patch') or {}).get('stored') else []) + [u['sha256'] for u in c.get('untracked') or []] + \
+           [s['sha256'] for s in splits.values() if isinstance(s, dict) and 'sha256' in s]
+
+def _store_blobs(m:dict, runs:Path):
+    for sha in blob_refs(m):
+        dest = runs/'objects'/sha
+        if sha in PENDING_BLOBS and not dest.exists():
+            dest.parent.mkdir(exist_ok=True)
+            _atomic_write(PENDING_BLOBS[sha], dest, suffix='.part')
+
+def read_blob(runs, # the runs folder the manifest is in
+              sha256:str) -> bytes:
+    "The blob stored as `<runs>/objects/<sha256>`, checked against its hash."
+    p = Path(runs)/'objects'/sha256
+    if not p.is_file(): raise FileNotFoundError(f"no blob {sha256[:12]} in {Path(runs)/'objects'}: the manifest refers to it, but it was not stored there (or was deleted)")
+    data = p.read_bytes()
+    if hashlib.sha256(data).hexdigest() != sha256: raise ManifestError(f"blob {p} does not match its sha256: it was changed after it was stored")
+    return data
 
 # %% ../nbs/07_manifest.ipynb #f1c6e8b2
 class ManifestError(ValueError):
@@ -351,7 +543,8 @@ def liveness(m:dict) -> str:
 # `cublas_action` says what set_seed did (set or kept); what is in force is `cublas_workspace_config`, which is compared.
 NO_EFFECT = ('run_id', 'started_at', 'ended_at', 'duration_s', 'code.script', 'artifacts', 'randomness.set_seed.cublas_action',
              'hardware.hostname', 'hardware.topology.hosts', 'env_vars.MASTER_ADDR', 'env_vars.MASTER_PORT', 'data.source', 'resumed_from',
-             'process', 'progress')
+             'process', 'progress', 'data.root', 'code.root', 'code.branch', 'code.on_remote', 'code.left_out', 'code.patch.applies',
+             'code.patch.stored', 'code.entry.in_order', 'code.entry.cells')
 
 # %% ../nbs/07_manifest.ipynb #6e8a0d4b
 def _flatten(o, prefix=''):
@@ -506,19 +699,29 @@ def _data_dir(learn):
 
 # %% ../nbs/07_manifest.ipynb #77596f33
 def _data_fingerprint(learn):
-    "The loaders' fingerprint, with the data folder `repro_learner` read them from (`source`), if any."
-    from fastrepro.fingerprint import fingerprint_dls
+    "The loaders' fingerprint, with the data folder `repro_learner` read them from (`source`), if any; file listings go with the manifest."
+    from fastrepro.fingerprint import fingerprint_dls, LISTINGS
     try: fp = fingerprint_dls(learn.dls)
     except Exception as e: fp = dict(error=f"{type(e).__name__}: {e}")
+    for s in (fp.get('splits') or {}).values():
+        if s['sha256'] in LISTINGS: put_blob(LISTINGS[s['sha256']])  # stored beside the manifest, under the split's fingerprint
     if (d := _data_dir(learn)) is not None: fp['source'] = str(Path(d).resolve())
     return fp
 
 # %% ../nbs/07_manifest.ipynb #8e2b6c9d
-def start_fit_manifest(learn, seed:int, seed_record:dict=None, fit=None) -> dict:
-    "A `running` manifest for the fit `learn` is starting."
+_FIT_POSITIONS = itertools.count()  # the counted fits this process started: `reproduce` matches a rerun's fits with the record's by it
+
+def _not_code(learn, runs) -> list:
+    "Folders inside a repository whose untracked files are not code: the runs folder, the data, the learner's models."
+    return [runs_dir(runs), _data_dir(learn), Path(getattr(learn, 'path', '.'))/getattr(learn, 'model_dir', 'models')]
+
+def start_fit_manifest(learn, seed:int, seed_record:dict=None, fit=None, runs=None) -> dict:
+    "A `running` manifest for the fit `learn` is starting (to be written to `runs`)."
     from fastrepro.data import loader_keying
-    m = new_manifest(seed=seed, seed_record=seed_record, data=_data_fingerprint(learn), hyperparameters=hyperparameters(learn))
+    m = new_manifest(seed=seed, seed_record=seed_record, data=_data_fingerprint(learn), hyperparameters=hyperparameters(learn),
+                     code=code_info(exclude=_not_code(learn, runs)))
     m['randomness'].update(fit=fit, loaders=loader_keying(learn.dls))
+    m['process']['fit_position'] = next(_FIT_POSITIONS)
     return m
 
 # %% ../nbs/07_manifest.ipynb #0a9f4d1e
