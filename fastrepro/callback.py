@@ -17,8 +17,8 @@ from .data import reseed_dls, set_epoch, release_dls, keyed_loader
 from .manifest import start_fit_manifest, end_fit_manifest, record_progress, recorded_epochs, finish_manifest, write_manifest
 
 # %% auto #0
-__all__ = ['REBUILD_MODES', 'AFTER_FIT_RAISED', 'PROGRESS_EVERY_S', 'DRILL_EPOCHS', 'DRILL_STOP', 'ReproCallback', 'DrillStop',
-           'tell_manifest', 'extend_manifest', 'canonical_state', 'rebuild_dls']
+__all__ = ['REBUILD_MODES', 'AFTER_FIT_RAISED', 'PROGRESS_EVERY_S', 'DRILL_EPOCHS', 'DRILL_FIT', 'DRILL_STOP', 'ReproCallback',
+           'DrillStop', 'tell_manifest', 'extend_manifest', 'canonical_state', 'rebuild_dls']
 
 # %% ../nbs/02_callback.ipynb #157046cc
 REBUILD_MODES = ('reseed', 'full')
@@ -206,7 +206,8 @@ def _progress(self:ReproCallback):
     self.written = time.monotonic()
 
 # %% ../nbs/02_callback.ipynb #492af8c8
-DRILL_EPOCHS = 'FASTREPRO_DRILL_EPOCHS'  # set by `fastrepro reproduce --epochs N` in the rerun: each counted fit stops after N epochs
+DRILL_EPOCHS = 'FASTREPRO_DRILL_EPOCHS'  # set by `fastrepro reproduce --epochs N` in the rerun: the drilled fit stops after N epochs
+DRILL_FIT = 'FASTREPRO_DRILL_FIT'  # and which fit that is, by its `fit_position` (unset: every counted fit)
 DRILL_STOP = 'fastrepro reproduce --epochs'  # the manifest's `stopped_early.by` for such a stop
 
 class DrillStop(CancelFitException):
@@ -214,8 +215,9 @@ class DrillStop(CancelFitException):
 
 @patch
 def _drill_stop(self:ReproCallback):
-    "In a drill (`DRILL_EPOCHS` set), stop the fit once it has run that many epochs."
-    n = os.environ.get(DRILL_EPOCHS)
+    "In a drill (`DRILL_EPOCHS` set), stop the drilled fit once it has run that many epochs; the fits before it run whole."
+    n, fit = os.environ.get(DRILL_EPOCHS), os.environ.get(DRILL_FIT)
+    if fit is not None and (self.m is None or str(self.m['process'].get('fit_position')) != fit): return
     if n and self.learn.epoch + 1 >= int(n) and self.learn.epoch + 1 < self.learn.n_epoch: raise DrillStop()
 
 # %% ../nbs/02_callback.ipynb #f6c7528d

@@ -58,6 +58,24 @@ def _add_reproduce(sub):
     r.add_argument('--require', choices=('bitwise',), default='bitwise', help='what counts as reproduced')
     r.add_argument('--repo', default=None, help="the repository with the run's commit, if not where it was recorded")
     r.add_argument('--json', action='store_true', help='print the full report as JSON')
+    d = sub.add_parser('drill', help='reproduce completed runs picked at random over their ages; log each verdict; exit 1 if any failed')
+    d.add_argument('dir', nargs='?', default=None, help='runs folder (default: --runs, $FASTREPRO_RUNS, ./runs)')
+    d.add_argument('--sample', type=int, default=3, help='how many runs (default 3)')
+    d.add_argument('--older-than', default=None, metavar='AGE', help='only runs started at least AGE ago: 90s, 30m, 12h, 7d, 2w')
+    d.add_argument('--budget', default=None, metavar='TIME', help='time for the whole drill; runs that would not fit are shortened')
+    d.add_argument('--seed', type=int, default=None, help='seed of the choice (printed; default: random)')
+    d.add_argument('--verify-log', action='store_true', help="only check the audit log (drills.jsonl): exit 1 if a line was edited, moved or deleted")
+
+def _drill_cmd(a) -> int:
+    from fastrepro.reproduce import drill, verify_log, DRILL_LOG
+    runs = runs_dir(a.dir if a.dir is not None else a.runs)
+    if a.verify_log:
+        problems = verify_log(runs)
+        print('\n'.join(problems) if problems else f"{runs/DRILL_LOG}: intact")
+        return 1 if problems else 0
+    d = drill(runs, a.sample, a.older_than, a.budget, a.seed)
+    print(d)
+    return 0 if d.ok else 1
 
 def _reproduce_cmd(a) -> int:
     from fastrepro.reproduce import reproduce
@@ -257,15 +275,15 @@ DIVERGE_HINT = ("every input layer is identical but the results differ: find the
                 "`fastrepro diverge TRACE_A TRACE_B`")
 
 def _divergence_hint(d) -> str:
-    "`DIVERGE_HINT` (a line) when the only differences of diff `d` that can change results are in the results."
-    layers = {l for l, *_, matters in d if matters}
-    return f"{DIVERGE_HINT}\n" if layers == {'results'} else ''
+    "`DIVERGE_HINT` (a line) when diff `d` has no cause: only what follows from the inputs (results, initial weights) differs."
+    return f"{DIVERGE_HINT}\n" if d.matters and not d.causes else ''  # only what follows from the inputs differs
 
 # %% ../nbs/08_cli.ipynb #8c4f0a2e
 def _run(a) -> int:
     if a.command == 'sweep': return _sweep_cmd(a)
     if a.command == 'diverge': return _diverge_cmd(a)
     if a.command == 'reproduce': return _reproduce_cmd(a)
+    if a.command == 'drill': return _drill_cmd(a)
     if a.command == 'mlflow' or (a.command == 'runs' and a.mlflow is not None): return _mlflow_cmd(a)
     load = lambda run: _load(a, run)
     if a.command == 'show': print(show(load(a.run))); return 0

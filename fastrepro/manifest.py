@@ -14,18 +14,24 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'CODE_LIMIT', 'PENDING_BLOBS', 'SCHEMA_VERSION', 'LAYERS', 'REQUIRED', 'STATUSES',
-           'MANIFEST_SCHEMES', 'NO_EFFECT', 'package_source', 'installed_packages', 'package_sources', 'torch_stack',
-           'platform_tag', 'environment', 'launcher', 'topology', 'hardware', 'redact', 'env_vars', 'strip_credentials',
-           'script_path', 'entry_info', 'put_blob', 'code_info', 'new_run_id', 'process_identity', 'runs_dir',
-           'new_manifest', 'finish_manifest', 'remove_orphans', 'write_manifest', 'blob_refs', 'read_blob',
-           'ManifestError', 'register_scheme', 'uri_scheme', 'load_manifest', 'liveness', 'ManifestDiff',
-           'diff_manifests', 'fit_calls', 'unwrap_model', 'hyperparameters', 'file_artifact', 'record_artifact',
-           'start_fit_manifest', 'recorded_epochs', 'end_fit_manifest', 'record_progress']
+           'MANIFEST_SCHEMES', 'NO_EFFECT', 'DERIVED', 'CAUSE_LAYERS', 'strip_credentials', 'package_source',
+           'installed_packages', 'package_sources', 'torch_stack', 'platform_tag', 'environment', 'launcher',
+           'topology', 'hardware', 'redact', 'env_vars', 'script_path', 'entry_info', 'put_blob', 'code_info',
+           'new_run_id', 'process_identity', 'runs_dir', 'new_manifest', 'finish_manifest', 'remove_orphans',
+           'write_manifest', 'blob_refs', 'read_blob', 'ManifestError', 'register_scheme', 'uri_scheme',
+           'load_manifest', 'liveness', 'ManifestDiff', 'diff_manifests', 'fit_calls', 'unwrap_model',
+           'hyperparameters', 'file_artifact', 'record_artifact', 'start_fit_manifest', 'recorded_epochs',
+           'end_fit_manifest', 'record_progress']
 
 # %% ../nbs/07_manifest.ipynb #3b1e7c20
 from fastcore.basics import patch
 # torch, numpy, fastai and the fastrepro modules that need them are imported inside the functions that capture a fit:
 # reading, writing and comparing manifests (`fastrepro show`, `diff`, `runs`) needs none of them, and starts in milliseconds
+
+# %% ../nbs/07_manifest.ipynb #8b4d6a3e
+def strip_credentials(url:str|None) -> str|None:
+    "`url` without any `user[:token]@` part."
+    return None if url is None else re.sub(r'(?<=://)[^/@\s]+@', '', url)
 
 # %% ../nbs/07_manifest.ipynb #b5430d8b
 def package_source(dist:metadata.Distribution) -> str|dict:
@@ -33,7 +39,7 @@ def package_source(dist:metadata.Distribution) -> str|dict:
     try: du = json.loads(dist.read_text('direct_url.json') or 'null')
     except (ValueError, OSError): du = None
     if not isinstance(du, dict): return 'index'  # no direct URL: installed by name, from an index or a find-links folder
-    url = du.get('url')  # a token in it (`https://user:token@...`) is redacted when the manifest is written
+    url = strip_credentials(du.get('url'))
     if 'vcs_info' in du:
         v = du['vcs_info']
         return dict(vcs=v.get('vcs'), url=url, commit=v.get('commit_id'), subdirectory=du.get('subdirectory'))
@@ -46,6 +52,7 @@ def package_source(dist:metadata.Distribution) -> str|dict:
 # %% ../nbs/07_manifest.ipynb #2f9e103c
 _DISTS = {}
 
+# %% ../nbs/07_manifest.ipynb #92414a13
 def _distributions() -> dict:
     "{name: (version, source, installed by an installer)} of every installed distribution, cached per `sys.path` (re-read when a site folder changes)."
     stamp = tuple((p, os.stat(p).st_mtime_ns) for p in sys.path if os.path.isdir(p))
@@ -59,10 +66,12 @@ def _distributions() -> dict:
         _DISTS.clear(); _DISTS[stamp] = dict(sorted(found.items()))
     return _DISTS[stamp]
 
+# %% ../nbs/07_manifest.ipynb #e7e432ae
 def installed_packages() -> dict:
     "Every installed distribution: {name: version}, sorted."
     return {k: v for k, (v, *_) in _distributions().items()}
 
+# %% ../nbs/07_manifest.ipynb #86f81293
 def package_sources() -> dict:
     "Where each installed distribution came from (`package_source`): {name: 'index' or a dict}, sorted."
     return {k: s for k, (_, s, _) in _distributions().items()}
@@ -87,6 +96,7 @@ def platform_tag() -> str:
         return str(next(iter(sys_tags())))
     except Exception: return sysconfig.get_platform()
 
+# %% ../nbs/07_manifest.ipynb #e32f20c8
 def environment() -> dict:
     "Python, platform, the torch stack and every installed package, with where it came from."
     return dict(python=platform.python_version(), python_build=sys.version, implementation=platform.python_implementation(),
@@ -177,11 +187,6 @@ def _git(*args, cwd=None, text=True):
     if r.returncode != 0: return None
     return r.stdout.strip() if text else r.stdout
 
-# %% ../nbs/07_manifest.ipynb #8b4d6a3e
-def strip_credentials(url:str|None) -> str|None:
-    "`url` without any `user[:token]@` part."
-    return None if url is None else re.sub(r'(?<=://)[^/@\s]+@', '', url)
-
 # %% ../nbs/07_manifest.ipynb #0f7c3a52
 def _ipython():
     "The IPython shell this code runs in (a notebook's kernel, execnb's shell), or None."
@@ -189,12 +194,14 @@ def _ipython():
     try: return ip.get_ipython() if ip is not None else None
     except Exception: return None
 
+# %% ../nbs/07_manifest.ipynb #5985b1b5
 def _notebook_file(ip) -> Path|None:
     "The notebook kernel `ip` runs, where Jupyter (`__session__`, `JPY_SESSION_NAME`) or VS Code (`__vsc_ipynb_file__`) says it."
     for p in (ip.user_ns.get('__session__'), ip.user_ns.get('__vsc_ipynb_file__'), os.environ.get('JPY_SESSION_NAME')):
         if p and str(p).endswith('.ipynb') and Path(p).is_file(): return Path(p).resolve()
     return None
 
+# %% ../nbs/07_manifest.ipynb #a2a4cfa0
 def script_path() -> str|None:
     "The running script, or the notebook's path where Jupyter or VS Code says it."
     ip = _ipython()
@@ -221,11 +228,27 @@ def _relative(path, root) -> str:
     r = os.path.relpath(p, os.path.realpath(root))
     return p if r.startswith('..') else r.replace(os.sep, '/')
 
+# %% ../nbs/07_manifest.ipynb #5924223d
 def _file_sha256(path) -> str|None:
     try: return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError: return None
 
+# %% ../nbs/07_manifest.ipynb #ef23eb22
 def _not_replayable(kind, reason): return dict(kind=kind, replayable=False, reason=reason)
+
+# %% ../nbs/07_manifest.ipynb #b31ad462
+_SECRET_OPTION = re.compile(r'^--?[\w.-]*(token|secret|passw|key|credential|auth)[\w.-]*$', re.I)
+
+# %% ../nbs/07_manifest.ipynb #6fb0bd4e
+def _redacted_argv(argv:list) -> list:
+    "`argv` with the value of every option named like a secret (`--api-key X`, `--password=X`) replaced by `<redacted>`."
+    out, hide = [], False
+    for a in argv:
+        name, eq, _ = a.partition('=')
+        if hide: out.append('<redacted>'); hide = False
+        elif _SECRET_OPTION.match(name): out.append(f"{name}=<redacted>" if eq else a); hide = not eq
+        else: out.append(a)
+    return out
 
 # %% ../nbs/07_manifest.ipynb #e70f06f9
 def entry_info(root=None) -> dict: # the repository's top folder: paths are recorded relative to it
@@ -241,9 +264,9 @@ def entry_info(root=None) -> dict: # the repository's top folder: paths are reco
     main = sys.modules.get('__main__')
     spec, f = getattr(main, '__spec__', None), getattr(main, '__file__', None)
     if spec is not None and spec.name and spec.name != '__main__':  # python -m: the package's __main__ names the package
-        return dict(kind='module', replayable=True, module=spec.name.removesuffix('.__main__'), argv=sys.argv[1:], cwd=cwd)
+        return dict(kind='module', replayable=True, module=spec.name.removesuffix('.__main__'), argv=_redacted_argv(sys.argv[1:]), cwd=cwd)
     if f and Path(f).is_file():
-        return dict(kind='script', replayable=True, path=_relative(f, root), sha256=_file_sha256(f), argv=sys.argv[1:], cwd=cwd)
+        return dict(kind='script', replayable=True, path=_relative(f, root), sha256=_file_sha256(f), argv=_redacted_argv(sys.argv[1:]), cwd=cwd)
     return _not_replayable('other', 'started with python -c' if sys.argv[:1] == ['-c'] else 'an interactive interpreter')
 
 # %% ../nbs/07_manifest.ipynb #fd69174d
@@ -253,23 +276,25 @@ PENDING_BLOBS = {}  # sha256 -> bytes a manifest refers to, until `write_manifes
 def put_blob(data:bytes) -> str:
     "Keep `data` for the next `write_manifest`, which stores it as `<runs>/objects/<sha256>`; return the sha256."
     sha = hashlib.sha256(data).hexdigest()
-    PENDING_BLOBS.pop(sha, None); PENDING_BLOBS[sha] = data
-    while sum(map(len, PENDING_BLOBS.values())) > 2 * CODE_LIMIT and len(PENDING_BLOBS) > 1: PENDING_BLOBS.pop(next(iter(PENDING_BLOBS)))
+    PENDING_BLOBS[sha] = data  # until stored: every fit captures its blobs again, so a stored one is not kept
     return sha
 
 # %% ../nbs/07_manifest.ipynb #f1e50133
 def _git_state(cwd=None) -> dict|None:
     "Commit, branch, whether tracked files changed, and the untracked paths that are not ignored, from one `git status`; None outside a repository."
-    out = _git('status', '--porcelain=v2', '--branch', '--untracked-files=all', '-z', cwd=cwd)
+    out = _git('status', '--porcelain=v2', '--branch', '--untracked-files=all', '-z', cwd=cwd, text=False)
     if out is None: return None
-    st = dict(commit=None, branch=None, changed=False, untracked=[])
-    for rec in out.split('\0'):
+    st, recs = dict(commit=None, branch=None, changed=False, untracked=[]), iter(os.fsdecode(out).split('\0'))  # any file name
+    for rec in recs:
         if rec.startswith('# branch.oid '): st['commit'] = None if rec.endswith('(initial)') else rec.split()[-1]
         elif rec.startswith('# branch.head '): st['branch'] = rec.split(' ', 2)[2]
         elif rec.startswith('? '): st['untracked'].append(rec[2:])
-        elif rec[:2] in ('1 ', '2 ', 'u '): st['changed'] = True
+        elif rec[:2] in ('1 ', '2 ', 'u '):
+            st['changed'] = True
+            if rec[:2] == '2 ': next(recs, None)  # a rename's original path comes as a record of its own
     return st
 
+# %% ../nbs/07_manifest.ipynb #5896d5f1
 @functools.lru_cache(maxsize=64)
 def _repo(cwd:str, commit:str) -> tuple:
     "(top folder, origin URL without credentials, whether a remote branch holds `commit`), asked once per commit and process."
@@ -279,55 +304,84 @@ def _repo(cwd:str, commit:str) -> tuple:
     return root, remote, on_remote
 
 # %% ../nbs/07_manifest.ipynb #0d28117e
+_APPLIES = {}  # (root, commit, patch sha256) -> bool: a tree that stays dirty is checked once, not at every fit
+
+# %% ../nbs/07_manifest.ipynb #ea441325
 def _patch_applies(root, commit:str, patch:bytes) -> bool:
     "Whether `patch` applies to `commit`, tried on a scratch index: the working tree and the real index are not touched."
+    key = (str(root), commit, hashlib.sha256(patch).hexdigest())
+    if key not in _APPLIES: _APPLIES[key] = _try_patch(root, commit, patch)
+    return _APPLIES[key]
+
+# %% ../nbs/07_manifest.ipynb #ee34fe85
+def _try_patch(root, commit:str, patch:bytes) -> bool:
     with tempfile.TemporaryDirectory() as d:
         env, p = {**os.environ, 'GIT_INDEX_FILE': os.path.join(d, 'index')}, os.path.join(d, 'patch')
         Path(p).write_bytes(patch)
         git = lambda *a: subprocess.run(['git', *a], cwd=root, env=env, capture_output=True, timeout=60).returncode == 0
-        return git('read-tree', commit) and git('apply', '--cached', '--check', '--binary', p)
+        try: return git('read-tree', commit) and git('apply', '--cached', '--check', '--binary', p)
+        except subprocess.TimeoutExpired: return False
 
+# %% ../nbs/07_manifest.ipynb #6310ef5f
+_SECRET_FILE = re.compile(r'(^|/)(\.env(\..*)?|.*\.(pem|key|p12|pfx)|id_(rsa|ed25519|ecdsa)|\.netrc|\.pypirc|credentials(\.json)?)$')
+
+# %% ../nbs/07_manifest.ipynb #d5250a76
+def _secret_file(path:str) -> bool: return bool(_SECRET_FILE.search(path))  # never copied into a record
+
+# %% ../nbs/07_manifest.ipynb #5df649e7
+def _size(p:Path) -> int|None:
+    "The size of regular file `p`, None for anything else or a file that went away."
+    try: return p.stat().st_size if p.is_file() else None
+    except OSError: return None
+
+# %% ../nbs/07_manifest.ipynb #0c13e37a
 def _store_code(root, commit:str, changed:bool, untracked:list) -> dict:
     "The patch and untracked files as blobs, the patch first, then files smallest first, up to `CODE_LIMIT`; the rest named in `left_out`."
     out, used = dict(patch=None, untracked=[], left_out=[]), 0
-    if changed:
-        p = _git('diff', '--binary', 'HEAD', cwd=root, text=False) or b''
+    # plumbing, so that no user setting (colour, no prefix, an external or textconv driver such as nbdime's) shapes the patch
+    p = _git('diff-index', '-p', '--binary', '--no-color', '--no-ext-diff', '--no-textconv', 'HEAD', '--', cwd=root, text=False) if changed else b''
+    if p:  # a change staged then undone in the working tree leaves the status dirty and the patch empty
         out['patch'] = dict(sha256=hashlib.sha256(p).hexdigest(), bytes=len(p), stored=len(p) <= CODE_LIMIT,
                             applies=_patch_applies(root, commit, p))
         if out['patch']['stored']: put_blob(p); used = len(p)
         else: out['left_out'].append('(the patch)')
-    for size, f in sorted((os.path.getsize(Path(root, f)), f) for f in untracked if Path(root, f).is_file()):
-        if used + size > CODE_LIMIT: out['left_out'].append(f); continue
+    for size, f in sorted((_size(Path(root, f)), f) for f in untracked):
+        if size is None or _secret_file(f) or used + size > CODE_LIMIT: out['left_out'].append(f); continue
         used += size
         out['untracked'].append(dict(path=f, sha256=put_blob(Path(root, f).read_bytes()), bytes=size))
-    if out['left_out']: warnings.warn(f"fastrepro: the run's record leaves out {len(out['left_out'])} file(s) of its code, "
-                                      f"over the {CODE_LIMIT >> 20} MiB limit (code.left_out): {out['left_out'][:5]}", stacklevel=3)
+    if out['left_out']: warnings.warn(f"fastrepro: the run's record leaves out {len(out['left_out'])} untracked file(s): over the "
+                                      f"{CODE_LIMIT >> 20} MiB limit, unreadable, or secrets (code.left_out): {out['left_out'][:5]}", stacklevel=3)
     return out
 
+# %% ../nbs/07_manifest.ipynb #67b87f7f
 def _dirty_sha256(code:dict) -> str|None:
     "One hash of everything a dirty tree adds to its commit: the patch and each untracked file, by name."
     parts = ([f"patch\0{code['patch']['sha256']}\n"] if code.get('patch') else []) + [f"{u['path']}\0{u['sha256']}\n" for u in code.get('untracked', [])]
-    return hashlib.sha256(''.join(parts).encode()).hexdigest() if parts else None
+    return hashlib.sha256(os.fsencode(''.join(parts))).hexdigest() if parts else None  # fsencode: any file name
 
 # %% ../nbs/07_manifest.ipynb #e9a1b6c7
 _DERIVED = ('__pycache__', '.ipynb_checkpoints')  # untracked folders of what tools derive from the code, not code
 
+# %% ../nbs/07_manifest.ipynb #d095abc8
 def _inside(path:str, folders:list) -> bool: return any(path == f or path.startswith(f + '/') for f in folders)
 def _derived(path:str) -> bool: return any(part in _DERIVED for part in path.split('/'))
 
+# %% ../nbs/07_manifest.ipynb #1ced15cc
 def code_info(cwd=None, # where the repository is looked for (default: the working directory)
               exclude=()) -> dict: # folders whose untracked files are not code: the runs folder, the data, the models
     "The commit, branch, remote, what a dirty tree adds (patch, untracked files), whether a remote holds the commit, and the entry."
     st = _git_state(cwd)
     info = dict(commit=None, branch=None, dirty=None, diff_sha256=None, remote=None, script=script_path(), root=None,
                 on_remote=None, patch=None, untracked=[], left_out=[], entry=None)
-    if st is None or st['commit'] is None: return dict(info, entry=entry_info())
+    if st is None or st['commit'] is None: return dict(info, entry=entry_info())  # no git, no repository, or no commit yet
     root, remote, on_remote = _repo(os.path.realpath(cwd or os.getcwd()), st['commit'])
     skip = [r for e in exclude if e is not None and (r := _relative(e, root)) != '.' and not os.path.isabs(r)]
     untracked = [f for f in st['untracked'] if not _inside(f, skip) and not _derived(f)]
-    code = _store_code(root, st['commit'], st['changed'], untracked) if st['changed'] or untracked else {}
-    info.update(commit=st['commit'], branch=st['branch'], dirty=bool(st['changed'] or untracked), remote=remote, root=root,
-                on_remote=on_remote, **code, diff_sha256=_dirty_sha256(code), entry=entry_info(root))
+    try: code = _store_code(root, st['commit'], st['changed'], untracked) if st['changed'] or untracked else {}
+    except (OSError, subprocess.SubprocessError) as e: code = dict(error=f"could not store the dirty tree: {type(e).__name__}: {e}")
+    dirty = any(code.get(k) for k in ('patch', 'untracked', 'left_out', 'error'))
+    info.update(commit=st['commit'], branch=st['branch'], dirty=dirty, remote=remote, root=root, on_remote=on_remote, **code,
+                diff_sha256=_dirty_sha256(code), entry=entry_info(root))
     return info
 
 # %% ../nbs/07_manifest.ipynb #341056c1
@@ -348,11 +402,13 @@ def _boot_id() -> str|None:
     try: return Path('/proc/sys/kernel/random/boot_id').read_text().strip()
     except OSError: return None
 
+# %% ../nbs/07_manifest.ipynb #04ac782b
 def _pid_ns() -> str|None:
     "This process's PID namespace (containers on one host may share a host name, not their pids)."
     try: return os.readlink('/proc/self/ns/pid')
     except OSError: return None
 
+# %% ../nbs/07_manifest.ipynb #731012df
 def _proc_stat(pid:int) -> tuple|None:
     "Process `pid`'s state letter and start time in clock ticks since boot (fields 3 and 22 of /proc/<pid>/stat), or None."
     try: fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()  # the name before ')' may hold spaces
@@ -469,13 +525,18 @@ def blob_refs(m:dict) -> list:
     return ([c['patch']['sha256']] if (c.get('patch') or {}).get('stored') else []) + [u['sha256'] for u in c.get('untracked') or []] + \
            [s['sha256'] for s in splits.values() if isinstance(s, dict) and 'sha256' in s]
 
+# %% ../nbs/07_manifest.ipynb #205663f0
 def _store_blobs(m:dict, runs:Path):
-    for sha in blob_refs(m):
-        dest = runs/'objects'/sha
-        if sha in PENDING_BLOBS and not dest.exists():
+    "Write the pending blobs `m` refers to into `<runs>/objects/`, once each; then they need not stay in memory."
+    for sha in (s for s in blob_refs(m) if s in PENDING_BLOBS):
+        if not (dest := runs/'objects'/sha).exists():
             dest.parent.mkdir(exist_ok=True)
             _atomic_write(PENDING_BLOBS[sha], dest, suffix='.part')
+            _fsync_dir(dest.parent)
+        del PENDING_BLOBS[sha]
+    if (runs/'objects').is_dir(): remove_orphans(runs/'objects')
 
+# %% ../nbs/07_manifest.ipynb #bc6d54ff
 def read_blob(runs, # the runs folder the manifest is in
               sha256:str) -> bytes:
     "The blob stored as `<runs>/objects/<sha256>`, checked against its hash."
@@ -492,15 +553,18 @@ class ManifestError(ValueError):
 # %% ../nbs/07_manifest.ipynb #74e21ba9
 MANIFEST_SCHEMES = {}  # URI scheme -> fetch(uri) -> manifest, filled in by the modules that serve them
 
+# %% ../nbs/07_manifest.ipynb #49682361
 def register_scheme(scheme:str, fetch):
     "Let `load_manifest` read the manifests that `scheme:...` URIs name, with `fetch(uri)`."
     MANIFEST_SCHEMES[scheme] = fetch
 
+# %% ../nbs/07_manifest.ipynb #2f8e0adc
 def uri_scheme(run) -> str|None:
     "The scheme of `run` if it is a URI (`runs:/<id>`, `mlflow:<id>`), else None. A Windows drive letter is not a scheme."
     m = re.match(r'([A-Za-z][A-Za-z0-9+.-]+):', run) if isinstance(run, str) else None
     return m.group(1) if m and not Path(run).exists() else None
 
+# %% ../nbs/07_manifest.ipynb #25bec4e7
 def _fetcher(scheme:str):
     "The function that reads `scheme:` URIs: registered, or declared by an installed package as a `fastrepro.manifest_schemes` entry point."
     if scheme not in MANIFEST_SCHEMES:
@@ -574,12 +638,42 @@ def _describe(field, old, new):
     if name.startswith('packages.'): name = name[len('packages.'):]
     return f"{name} {_short(old)} → {_short(new)}"
 
+# %% ../nbs/07_manifest.ipynb #78bdd23a
+DERIVED = ('randomness.set_seed', 'randomness.purpose_seeds', 'randomness.loaders', 'randomness.nondeterministic_ops',
+           'hyperparameters.init_weights_sha256', 'hyperparameters.schedule', 'hyperparameters.hypers', 'hyperparameters.lr',
+           'hyperparameters.wd', 'results', 'status', 'error', 'stopped_early', 'resumed_from')
+CAUSE_LAYERS = ('randomness', 'code', 'data', 'environment', 'hardware', 'env_vars', 'hyperparameters', 'run')  # the order causes print in
+
+# %% ../nbs/07_manifest.ipynb #64f90a64
+def _is_derived(field:str) -> bool: return any(field == p or field.startswith(p + '.') for p in DERIVED)
+
+# %% ../nbs/07_manifest.ipynb #96af55e9
+@patch(as_prop=True)
+def causes(self:ManifestDiff) -> list: return [d for d in self.matters if not _is_derived(d[1])]
+
+# %% ../nbs/07_manifest.ipynb #1cc20d65
+@patch(as_prop=True)
+def derived(self:ManifestDiff) -> list: return [d for d in self.matters if _is_derived(d[1])]
+
 # %% ../nbs/07_manifest.ipynb #e5a09d7c
+def _by_layer(diffs:list, order) -> list:
+    "One line per layer of `diffs`, in `order`: each field with its old and new value."
+    layers = sorted(dict.fromkeys(d[0] for d in diffs), key=lambda l: order.index(l) if l in order else len(order))
+    return [f"{layer}: " + '; '.join(_describe(f, o, n) for l, f, o, n, _ in diffs if l == layer) for layer in layers]
+
+# %% ../nbs/07_manifest.ipynb #c78d1f10
+def _folded(diffs:list) -> str:
+    "The derived fields of `diffs` by name only, per layer."
+    short = lambda f: f.split('.', 1)[1] if '.' in f else f
+    by = {l: [short(f) for d, f, *_ in diffs if d == l] for l in dict.fromkeys(d[0] for d in diffs)}
+    return 'and what follows from it: ' + '; '.join(f"{l}: {', '.join(fs[:6])}{f' (+{len(fs) - 6})' if len(fs) > 6 else ''}" for l, fs in by.items())
+
+# %% ../nbs/07_manifest.ipynb #99eb4061
 @patch
 def __str__(self:ManifestDiff):
     if not self.matters: return "nothing that can change results differs"
-    return '\n'.join(f"{layer}: " + '; '.join(_describe(f, o, n) for l, f, o, n, m in self.matters if l == layer)
-                     for layer in self.layers())
+    if not self.causes: return '\n'.join(_by_layer(self.derived, LAYERS))
+    return '\n'.join(_by_layer(self.causes, CAUSE_LAYERS) + ([_folded(self.derived)] if self.derived else []))
 
 # %% ../nbs/07_manifest.ipynb #8f0c3e72
 def diff_manifests(a:dict, b:dict, include_no_effect:bool=False) -> ManifestDiff:
@@ -711,10 +805,12 @@ def _data_fingerprint(learn):
 # %% ../nbs/07_manifest.ipynb #8e2b6c9d
 _FIT_POSITIONS = itertools.count()  # the counted fits this process started: `reproduce` matches a rerun's fits with the record's by it
 
+# %% ../nbs/07_manifest.ipynb #1171c44a
 def _not_code(learn, runs) -> list:
     "Folders inside a repository whose untracked files are not code: the runs folder, the data, the learner's models."
     return [runs_dir(runs), _data_dir(learn), Path(getattr(learn, 'path', '.'))/getattr(learn, 'model_dir', 'models')]
 
+# %% ../nbs/07_manifest.ipynb #d1ea5d64
 def start_fit_manifest(learn, seed:int, seed_record:dict=None, fit=None, runs=None) -> dict:
     "A `running` manifest for the fit `learn` is starting (to be written to `runs`)."
     from fastrepro.data import loader_keying
@@ -732,6 +828,7 @@ def recorded_epochs(learn) -> dict:
     epochs = [[float(v) if v is not None else None for v in vals] for vals in rec.values] if rec is not None else None
     return dict(metric_names=names, epochs=epochs, final=dict(zip(names, epochs[-1])) if epochs else {})
 
+# %% ../nbs/07_manifest.ipynb #b7140a69
 def end_fit_manifest(learn, m:dict, status:str=None, runs=None, error=None,
                      epochs:dict=None) -> Path: # `recorded_epochs` taken earlier: an evaluation pass after training resets the Recorder
     "Add `learn`'s results to `m`, set its status (and end time unless `running`) and error, and write it; return its path."

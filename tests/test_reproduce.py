@@ -1,0 +1,56 @@
+"""Reproduce a run from its record (issue 24), for the entries `nbs/14_reproduce.ipynb` does not run: a notebook executed
+by a real Jupyter kernel (nbclient + ipykernel), as a user runs one, and `python -m` with a package of the repository.
+Real git repositories in temporary folders, real processes."""
+import json, os, subprocess, sys
+from pathlib import Path
+import pytest
+from fastrepro.examples import digits_path
+from fastrepro.manifest import load_manifest
+from fastrepro.reproduce import reproduce
+
+pytestmark = pytest.mark.slow
+
+CELLS = ["from fastai.vision.all import accuracy\nfrom fastrepro.all import repro_learner, digits_dblock, digits_cnn",
+         "learn = repro_learner(digits_dblock(), DATA, seed=3, model=digits_cnn, num_workers=0, metrics=accuracy)",
+         "learn.fit_one_cycle(1, 1e-2)"]
+
+def _git(repo, *a): subprocess.run(['git', '-c', 'user.email=t@fastrepro.dev', '-c', 'user.name=t', *a], cwd=repo, check=True, capture_output=True)
+
+@pytest.fixture(scope='module')
+def repo(tmp_path_factory):
+    "A repository with a training notebook and a package with a `__main__`, committed; the digits in a folder of its own."
+    tmp = tmp_path_factory.mktemp('reproduce')
+    data, repo = digits_path(tmp/'digits'), tmp/'repo'
+    cells = [c.replace('DATA', repr(str(data))) for c in CELLS]
+    nb = dict(cells=[dict(cell_type='code', id=f'c{i}', metadata={}, outputs=[], execution_count=None, source=c) for i, c in enumerate(cells)],
+              metadata=dict(kernelspec=dict(name='python3', display_name='Python 3', language='python')), nbformat=4, nbformat_minor=5)
+    (repo/'nbs').mkdir(parents=True); (repo/'nbs'/'train.ipynb').write_text(json.dumps(nb))
+    (repo/'pkg').mkdir(); (repo/'pkg'/'__init__.py').write_text('')
+    (repo/'pkg'/'__main__.py').write_text('import sys\n' + '\n'.join(cells).replace('fit_one_cycle(1', 'fit_one_cycle(int(sys.argv[1])'))
+    _git(repo, 'init', '-q'); _git(repo, 'add', '.'); _git(repo, 'commit', '-qm', 'a notebook and a package')
+    return repo
+
+def test_a_notebook_run_in_a_jupyter_kernel_reproduces_bitwise(repo, monkeypatch):
+    from nbclient import NotebookClient
+    import nbformat
+    path = repo/'nbs'/'train.ipynb'
+    monkeypatch.setenv('JPY_SESSION_NAME', str(path))  # what Jupyter's server gives its kernels
+    monkeypatch.setenv('FASTREPRO_RUNS', str(repo.parent/'runs'))
+    monkeypatch.delenv('PYTEST_CURRENT_TEST', raising=False)
+    NotebookClient(nbformat.read(path, as_version=4), kernel_name='python3', resources=dict(metadata=dict(path=str(path.parent)))).execute()
+    [record] = (repo.parent/'runs').glob('*.json')
+    e = load_manifest(record)['code']['entry']
+    assert (e['kind'], e['path'], e['cwd'], e['cells'], e['in_order']) == ('notebook', 'nbs/train.ipynb', 'nbs', [0, 1, 2], True)
+    r = reproduce(record)
+    assert (r.verdict, r.exit_code) == ('bitwise', 0), r
+    assert r.new['code']['entry']['kind'] == 'notebook'  # the rerun ran the notebook, as a notebook
+
+def test_a_module_run_reproduces_bitwise_and_a_short_drill_compares_its_epochs(repo):
+    runs = repo.parent/'runs-m'
+    env = {k: v for k, v in os.environ.items() if k != 'PYTEST_CURRENT_TEST'}
+    subprocess.run([sys.executable, '-m', 'pkg', '2'], cwd=repo, env=dict(env, FASTREPRO_RUNS=str(runs)), check=True, capture_output=True)
+    [record] = runs.glob('*.json')
+    assert load_manifest(record)['code']['entry'] == dict(kind='module', replayable=True, module='pkg', argv=['2'], cwd='.')
+    r = reproduce(record, epochs=1)
+    assert (r.verdict, r.fit['reason']) == ('bitwise', "the first 1 epochs' metrics are equal (weights not compared)"), r
+    assert r.new['stopped_early']['by'] == 'fastrepro reproduce --epochs' and len(r.new['results']['epochs']) == 1
