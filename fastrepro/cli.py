@@ -54,10 +54,15 @@ def _add_sweep(sub):
 def _add_reproduce(sub):
     r = sub.add_parser('reproduce', help='rerun a recorded run from its record and judge the result; exit 0 reproduced, 1 differs, 2 cannot run')
     r.add_argument('run', help='manifest path or run id')
+    r.add_argument('--env', choices=('current', 'locked'), default='current', help="this Python environment, or a venv built from the run's lock")
+    r.add_argument('--lock', default=None, help="with --env locked: the lock folder (default: lock-<run id> beside the runs folder, written if missing)")
     r.add_argument('--epochs', type=int, default=None, help='stop each fit after N epochs: a short drill compares what it ran')
     r.add_argument('--require', choices=('bitwise',), default='bitwise', help='what counts as reproduced')
     r.add_argument('--repo', default=None, help="the repository with the run's commit, if not where it was recorded")
     r.add_argument('--json', action='store_true', help='print the full report as JSON')
+    l = sub.add_parser('lock', help="write a run's locked environment: the lock with hashes, wheels of checkouts, pylock.toml, .python-version, Dockerfile, apptainer.def")
+    l.add_argument('run', help='manifest path or run id'); l.add_argument('-o', '--out', default=None, help='the folder to write (default: lock-<run id> beside the runs folder)')
+    l.add_argument('--base-digest', default=None, help="the base image's digest, sha256:..., to pin it beyond its tag")
     d = sub.add_parser('drill', help='reproduce completed runs picked at random over their ages; log each verdict; exit 1 if any failed')
     d.add_argument('dir', nargs='?', default=None, help='runs folder (default: --runs, $FASTREPRO_RUNS, ./runs)')
     d.add_argument('--sample', type=int, default=3, help='how many runs (default 3)')
@@ -77,9 +82,14 @@ def _drill_cmd(a) -> int:
     print(d)
     return 0 if d.ok else 1
 
+def _lock_cmd(a) -> int:
+    from fastrepro.lock import lock
+    print(lock(resolve_run(a.run, a.runs), a.out, a.base_digest))
+    return 0
+
 def _reproduce_cmd(a) -> int:
     from fastrepro.reproduce import reproduce
-    r = reproduce(resolve_run(a.run, a.runs), epochs=a.epochs, require=a.require, repo=a.repo)
+    r = reproduce(resolve_run(a.run, a.runs), env=a.env, lock=a.lock, epochs=a.epochs, require=a.require, repo=a.repo)
     print(json.dumps(r.to_dict(), default=str) if a.json else r)
     return r.exit_code
 
@@ -104,7 +114,7 @@ def main(argv=None) -> int:
     "The `fastrepro` console script."
     a = _parser().parse_args(argv)
     try: return _run(a)
-    except (FileNotFoundError, LookupError, ValueError, NotADirectoryError, ImportError, ConnectionError) as e:  # ManifestError and SweepError are ValueErrors
+    except (FileNotFoundError, FileExistsError, LookupError, ValueError, NotADirectoryError, ImportError, ConnectionError, RuntimeError) as e:  # ManifestError and SweepError are ValueErrors
         print(f"fastrepro: error: {e}", file=sys.stderr); return 2
 
 # %% ../nbs/08_cli.ipynb #32545aef
@@ -284,6 +294,7 @@ def _run(a) -> int:
     if a.command == 'diverge': return _diverge_cmd(a)
     if a.command == 'reproduce': return _reproduce_cmd(a)
     if a.command == 'drill': return _drill_cmd(a)
+    if a.command == 'lock': return _lock_cmd(a)
     if a.command == 'mlflow' or (a.command == 'runs' and a.mlflow is not None): return _mlflow_cmd(a)
     load = lambda run: _load(a, run)
     if a.command == 'show': print(show(load(a.run))); return 0

@@ -33,6 +33,21 @@ def strip_credentials(url:str|None) -> str|None:
     "`url` without any `user[:token]@` part."
     return None if url is None else re.sub(r'(?<=://)[^/@\s]+@', '', url)
 
+# %% ../nbs/07_manifest.ipynb #01b7ea00
+def _git(*args, cwd=None, text=True):
+    "git's output (stripped text, or bytes with `text=False`), or None if git is missing or fails."
+    try: r = subprocess.run(['git', *args], capture_output=True, text=text, timeout=20, cwd=cwd)
+    except (OSError, subprocess.SubprocessError): return None
+    if r.returncode != 0: return None
+    return r.stdout.strip() if text else r.stdout
+
+# %% ../nbs/07_manifest.ipynb #8e934652
+def _checkout(url:str|None) -> dict:
+    "The git commit of a package installed from a local folder, and whether its tracked files had changed: what `fastrepro lock` rebuilds it from."
+    path = url[len('file://'):] if url and url.startswith('file://') else None
+    commit = _git('rev-parse', 'HEAD', cwd=path) if path and os.path.isdir(path) else None
+    return dict(commit=commit, dirty=bool(_git('status', '--porcelain', '--untracked-files=no', cwd=path)) if commit else None)
+
 # %% ../nbs/07_manifest.ipynb #b5430d8b
 def package_source(dist:metadata.Distribution) -> str|dict:
     "Where `dist` came from, from its PEP 610 `direct_url.json`: 'index', or its editable or local folder, VCS URL and commit, or archive."
@@ -43,7 +58,7 @@ def package_source(dist:metadata.Distribution) -> str|dict:
     if 'vcs_info' in du:
         v = du['vcs_info']
         return dict(vcs=v.get('vcs'), url=url, commit=v.get('commit_id'), subdirectory=du.get('subdirectory'))
-    if 'dir_info' in du: return dict(dir=url, editable=bool(du['dir_info'].get('editable')))
+    if 'dir_info' in du: return dict(dir=url, editable=bool(du['dir_info'].get('editable')), **_checkout(url))
     if 'archive_info' in du:
         a = du['archive_info']
         return dict(archive=url, sha256=(a.get('hashes') or {}).get('sha256') or (a.get('hash') or '').removeprefix('sha256=') or None)
@@ -178,14 +193,6 @@ def env_vars(environ=None) -> dict:
     "The determinism-relevant environment variables: allow-listed names, never a credential by name or value."
     environ = os.environ if environ is None else environ
     return {k: redact(v) for k, v in sorted(environ.items()) if _allowed(k) and not _SECRET_NAME.search(k)}
-
-# %% ../nbs/07_manifest.ipynb #01b7ea00
-def _git(*args, cwd=None, text=True):
-    "git's output (stripped text, or bytes with `text=False`), or None if git is missing or fails."
-    try: r = subprocess.run(['git', *args], capture_output=True, text=text, timeout=20, cwd=cwd)
-    except (OSError, subprocess.SubprocessError): return None
-    if r.returncode != 0: return None
-    return r.stdout.strip() if text else r.stdout
 
 # %% ../nbs/07_manifest.ipynb #0f7c3a52
 def _ipython():

@@ -1,12 +1,13 @@
 """Reproduce a run from its record (issue 24), for the entries `nbs/14_reproduce.ipynb` does not run: a notebook executed
 by a real Jupyter kernel (nbclient + ipykernel), as a user runs one, and `python -m` with a package of the repository.
 Real git repositories in temporary folders, real processes."""
-import json, os, subprocess, sys
+import hashlib, json, os, platform, re, subprocess, sys, time, tomllib
 from pathlib import Path
 import pytest
 from fastrepro.examples import digits_path
-from fastrepro.manifest import load_manifest
+from fastrepro.manifest import load_manifest, package_sources
 from fastrepro.reproduce import reproduce
+from fastrepro.lock import lock, locked_python
 
 pytestmark = pytest.mark.slow
 
@@ -45,12 +46,42 @@ def test_a_notebook_run_in_a_jupyter_kernel_reproduces_bitwise(repo, monkeypatch
     assert (r.verdict, r.exit_code) == ('bitwise', 0), r
     assert r.new['code']['entry']['kind'] == 'notebook'  # the rerun ran the notebook, as a notebook
 
-def test_a_module_run_reproduces_bitwise_and_a_short_drill_compares_its_epochs(repo):
+@pytest.fixture(scope='module')
+def module_record(repo) -> Path:
+    "`python -m pkg 2` run in the repository, as a user runs it: the manifest of its fit."
     runs = repo.parent/'runs-m'
     env = {k: v for k, v in os.environ.items() if k != 'PYTEST_CURRENT_TEST'}
     subprocess.run([sys.executable, '-m', 'pkg', '2'], cwd=repo, env=dict(env, FASTREPRO_RUNS=str(runs)), check=True, capture_output=True)
     [record] = runs.glob('*.json')
+    return record
+
+def test_a_module_run_reproduces_bitwise_and_a_short_drill_compares_its_epochs(module_record):
+    record = module_record
     assert load_manifest(record)['code']['entry'] == dict(kind='module', replayable=True, module='pkg', argv=['2'], cwd='.')
     r = reproduce(record, epochs=1)
     assert (r.verdict, r.fit['reason']) == ('bitwise', "the first 1 epochs' metrics are equal (weights not compared)"), r
     assert r.new['stopped_early']['by'] == 'fastrepro reproduce --epochs' and len(r.new['results']['epochs']) == 1
+
+def _sha256(p): return hashlib.sha256(Path(p).read_bytes()).hexdigest()
+
+def test_the_lock_rebuilds_the_environment_and_the_run_reproduces_in_its_venv(module_record, tmp_path, monkeypatch, capsys):
+    "`lock`, then a real venv built by uv from it, then `bitwise` inside that venv; the recipes parse."
+    if package_sources()['fastrepro'].get('dirty'):
+        pytest.skip("fastrepro's own checkout has uncommitted changes, and lock refuses a checkout whose changes the run did not record (nbs/15_lock); commit, or run from a clean clone as .ci/run does")
+    out = lock(module_record, tmp_path/'lock')
+    req = (out/'requirements.lock.txt').read_text()
+    [wheel] = (out/'wheels').glob('fastrepro-*.whl')
+    assert re.search(r'^torch==\S+ \\\n    --hash=sha256:[0-9a-f]{64}', req, re.M) and f"./wheels/{wheel.name} \\\n    --hash=sha256:{_sha256(wheel)}" in req
+    assert {'torch', 'fastai', 'fastrepro'} <= {p['name'] for p in tomllib.loads((out/'pylock.toml').read_text())['packages']}
+    assert (out/'.python-version').read_text().strip() == platform.python_version()
+    from dockerfile_parse import DockerfileParser
+    from spython.main.parse.parsers import SingularityParser
+    d = DockerfileParser(str(out/'Dockerfile'))
+    assert d.baseimage == f"python:{platform.python_version()}-slim" and json.loads(d.cmd) [:2] == ['fastrepro', 'reproduce']
+    assert SingularityParser(str(out/'apptainer.def')).recipe.fromHeader == d.baseimage
+    monkeypatch.setenv('FASTREPRO_CACHE', str(tmp_path/'cache'))  # the venv cache: this build is cold for fastrepro (uv's own cache is warm)
+    t0 = time.perf_counter(); r = reproduce(module_record, env='locked', lock=out); cold = time.perf_counter() - t0
+    assert (r.verdict, r.exit_code) == ('bitwise', 0), r
+    assert 'archive' in r.new['environment']['package_sources']['fastrepro']  # the rerun ran in the venv, on the wheel the lock built
+    t0 = time.perf_counter(); locked_python(out); warm = time.perf_counter() - t0
+    with capsys.disabled(): print(f"\nlocked venv: reproduce with env='locked' took {cold:.1f} s (venv build included), a second locked_python {warm * 1e3:.0f} ms")
