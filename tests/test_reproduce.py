@@ -78,7 +78,8 @@ def test_the_lock_rebuilds_the_environment_and_the_run_reproduces_in_its_venv(mo
     from spython.main.parse.parsers import SingularityParser
     d = DockerfileParser(str(out/'Dockerfile'))
     assert d.baseimage == f"python:{platform.python_version()}-slim" and json.loads(d.cmd) [:2] == ['fastrepro', 'reproduce']
-    assert SingularityParser(str(out/'apptainer.def')).recipe.fromHeader == d.baseimage
+    recipe = SingularityParser(str(out/'apptainer.def')).recipe['spython-base']
+    assert recipe.fromHeader == d.baseimage and 'fastrepro reproduce' in recipe.cmd and len(recipe.files) == 5
     monkeypatch.setenv('FASTREPRO_CACHE', str(tmp_path/'cache'))  # the venv cache: this build is cold for fastrepro (uv's own cache is warm)
     t0 = time.perf_counter(); r = reproduce(module_record, env='locked', lock=out); cold = time.perf_counter() - t0
     assert (r.verdict, r.exit_code) == ('bitwise', 0), r
