@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/cli.html.md"""
 
 # %% ../nbs/08_cli.ipynb #143ebb75
 from __future__ import annotations
-import argparse, json, sys
+import argparse, json, subprocess, sys
 from datetime import datetime, timezone
 from pathlib import Path
 from .manifest import ManifestError, uri_scheme, diff_manifests, environment, hardware, env_vars, load_manifest, runs_dir, liveness
@@ -56,35 +56,38 @@ def _add_reproduce(sub):
     r.add_argument('run', help='manifest path or run id')
     r.add_argument('--env', choices=('current', 'locked'), default='current', help="this Python environment, or a venv built from the run's lock")
     r.add_argument('--lock', default=None, help="with --env locked: the lock folder (default: lock-<run id> beside the runs folder, written if missing)")
-    r.add_argument('--epochs', type=int, default=None, help='stop each fit after N epochs: a short drill compares what it ran')
+    r.add_argument('--epochs', type=int, default=None, help='stop the fit after N epochs (the fits before it run whole): a short drill compares what it ran')
     r.add_argument('--require', choices=('bitwise',), default='bitwise', help='what counts as reproduced')
     r.add_argument('--repo', default=None, help="the repository with the run's commit, if not where it was recorded")
     r.add_argument('--json', action='store_true', help='print the full report as JSON')
     l = sub.add_parser('lock', help="write a run's locked environment: the lock with hashes, wheels of checkouts, pylock.toml, .python-version, Dockerfile, apptainer.def")
     l.add_argument('run', help='manifest path or run id'); l.add_argument('-o', '--out', default=None, help='the folder to write (default: lock-<run id> beside the runs folder)')
     l.add_argument('--base-digest', default=None, help="the base image's digest, sha256:..., to pin it beyond its tag")
+    l.add_argument('--repo', default=None, help="the repository with the run's commit, if not where it was recorded")
     d = sub.add_parser('drill', help='reproduce completed runs picked at random over their ages; log each verdict; exit 1 if any failed')
     d.add_argument('dir', nargs='?', default=None, help='runs folder (default: --runs, $FASTREPRO_RUNS, ./runs)')
     d.add_argument('--sample', type=int, default=3, help='how many runs (default 3)')
     d.add_argument('--older-than', default=None, metavar='AGE', help='only runs started at least AGE ago: 90s, 30m, 12h, 7d, 2w')
     d.add_argument('--budget', default=None, metavar='TIME', help='time for the whole drill; runs that would not fit are shortened')
     d.add_argument('--seed', type=int, default=None, help='seed of the choice (printed; default: random)')
+    d.add_argument('--env', choices=('current', 'locked'), default='current', help="rerun in this environment, or in a venv from each run's lock")
     d.add_argument('--verify-log', action='store_true', help="only check the audit log (drills.jsonl): exit 1 if a line was edited, moved or deleted")
+    d.add_argument('--head', default=None, help="with --verify-log: the head hash a drill printed, to find lines cut off at the end")
 
 def _drill_cmd(a) -> int:
     from fastrepro.reproduce import drill, verify_log, DRILL_LOG
     runs = runs_dir(a.dir if a.dir is not None else a.runs)
     if a.verify_log:
-        problems = verify_log(runs)
+        problems = verify_log(runs, a.head)
         print('\n'.join(problems) if problems else f"{runs/DRILL_LOG}: intact")
         return 1 if problems else 0
-    d = drill(runs, a.sample, a.older_than, a.budget, a.seed)
+    d = drill(runs, a.sample, a.older_than, a.budget, a.seed, a.env)
     print(d)
     return 0 if d.ok else 1
 
 def _lock_cmd(a) -> int:
     from fastrepro.lock import lock
-    print(lock(resolve_run(a.run, a.runs), a.out, a.base_digest))
+    print(lock(resolve_run(a.run, a.runs), a.out, a.base_digest, a.repo))
     return 0
 
 def _reproduce_cmd(a) -> int:
@@ -114,7 +117,7 @@ def main(argv=None) -> int:
     "The `fastrepro` console script."
     a = _parser().parse_args(argv)
     try: return _run(a)
-    except (FileNotFoundError, FileExistsError, LookupError, ValueError, NotADirectoryError, ImportError, ConnectionError, RuntimeError) as e:  # ManifestError and SweepError are ValueErrors
+    except (FileNotFoundError, FileExistsError, LookupError, ValueError, NotADirectoryError, ImportError, ConnectionError, RuntimeError, OSError, subprocess.SubprocessError) as e:  # 2: cannot run, never 1 (differs)  # ManifestError and SweepError are ValueErrors
         print(f"fastrepro: error: {e}", file=sys.stderr); return 2
 
 # %% ../nbs/08_cli.ipynb #32545aef
