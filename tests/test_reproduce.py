@@ -79,7 +79,8 @@ def test_the_lock_rebuilds_the_environment_and_the_run_reproduces_in_its_venv(mo
     d = DockerfileParser(str(out/'Dockerfile'))
     assert d.baseimage == f"python:{platform.python_version()}-slim" and json.loads(d.cmd) [:2] == ['fastrepro', 'reproduce']
     recipe = SingularityParser(str(out/'apptainer.def')).recipe['spython-base']
-    assert recipe.fromHeader == d.baseimage and 'fastrepro reproduce' in recipe.cmd and len(recipe.files) == 5
+    assert recipe.fromHeader == d.baseimage and len(recipe.files) == 5 and any('--require-hashes' in step for step in recipe.install)
+    assert 'exec fastrepro reproduce record/' in (out/'apptainer.def').read_text().split('%runscript')[1]  # spython turns a long runscript into its own script
     monkeypatch.setenv('FASTREPRO_CACHE', str(tmp_path/'cache'))  # the venv cache: this build is cold for fastrepro (uv's own cache is warm)
     t0 = time.perf_counter(); r = reproduce(module_record, env='locked', lock=out); cold = time.perf_counter() - t0
     assert (r.verdict, r.exit_code) == ('bitwise', 0), r
