@@ -194,6 +194,15 @@ def env_vars(environ=None) -> dict:
     environ = os.environ if environ is None else environ
     return {k: redact(v) for k, v in sorted(environ.items()) if _allowed(k) and not _SECRET_NAME.search(k)}
 
+# %% ../nbs/07_manifest.ipynb #1cd8f42e
+_LAUNCH_VARS = ('MASTER_ADDR', 'MASTER_PORT', 'RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE')  # a launcher's, per launch
+
+def _replayed_vars(m:dict, skip=()) -> dict:
+    "The recorded variables a rerun of `m` sets (not a launcher's, nor `skip`), with the intra-op thread count as OMP_NUM_THREADS if unset."
+    env = {k: v for k, v in m['env_vars'].items() if k not in _LAUNCH_VARS + tuple(skip)}
+    if (t := (m['hardware'].get('threads') or {}).get('intra_op')) and 'OMP_NUM_THREADS' not in env: env['OMP_NUM_THREADS'] = str(t)  # torch reads it at start
+    return env
+
 # %% ../nbs/07_manifest.ipynb #0f7c3a52
 def _ipython():
     "The IPython shell this code runs in (a notebook's kernel, execnb's shell), or None."
@@ -328,6 +337,19 @@ def _try_patch(root, commit:str, patch:bytes) -> bool:
         git = lambda *a: subprocess.run(['git', *a], cwd=root, env=env, capture_output=True, timeout=60).returncode == 0
         try: return git('read-tree', commit) and git('apply', '--cached', '--check', '--binary', p)
         except subprocess.TimeoutExpired: return False
+
+# %% ../nbs/07_manifest.ipynb #a4130329
+def _restore_tree(code:dict, runs, dest:Path):
+    "Put a run's stored patch and untracked files (its `code` layer, blobs in `runs`) on the files of its commit in `dest`."
+    if (p := code.get('patch')) and p.get('stored'):
+        (patch := dest.parent/'run.patch').write_bytes(read_blob(runs, p['sha256']))
+        # never a repository above `dest`: there, `git apply` would skip the paths outside the folder it runs in, and succeed
+        r = subprocess.run(['git', 'apply', '--binary', str(patch)], cwd=dest, env=dict(os.environ, GIT_CEILING_DIRECTORIES=str(dest.parent)),
+                           capture_output=True, text=True)
+        if r.returncode != 0: raise RuntimeError(f"the run's patch does not apply to its commit: {r.stderr.strip()[-300:]}")
+    for u in code.get('untracked') or []:
+        (dest/u['path']).parent.mkdir(parents=True, exist_ok=True)
+        (dest/u['path']).write_bytes(read_blob(runs, u['sha256']))
 
 # %% ../nbs/07_manifest.ipynb #6310ef5f
 _SECRET_FILE = re.compile(r'(^|/)(\.env(\..*)?|.*\.(pem|key|p12|pfx)|id_(rsa|ed25519|ecdsa)|\.netrc|\.pypirc|credentials(\.json)?)$')
