@@ -57,7 +57,9 @@ def _add_reproduce(sub):
     r.add_argument('--env', choices=('current', 'locked'), default='current', help="this Python environment, or a venv built from the run's lock")
     r.add_argument('--lock', default=None, help="with --env locked: the lock folder (default: lock-<run id> beside the runs folder, written if missing)")
     r.add_argument('--epochs', type=int, default=None, help='stop the fit after N epochs (the fits before it run whole): a short drill compares what it ran')
-    r.add_argument('--require', choices=('bitwise',), default='bitwise', help='what counts as reproduced')
+    r.add_argument('--require', choices=('bitwise', 'band'), default='bitwise', help="what counts as reproduced: 'band' accepts a rerun inside a seed sweep's band")
+    r.add_argument('--sweep', default=None, help="with --require band: the sweep folder (default: the newest of the run's pipeline in the runs folder)")
+    r.add_argument('--metric', default=None, help="with --require band: the metric judged (default: the run's first after its losses)")
     r.add_argument('--repo', default=None, help="the repository with the run's commit, if not where it was recorded")
     r.add_argument('--json', action='store_true', help='print the full report as JSON')
     l = sub.add_parser('lock', help="write a run's locked environment: the lock with hashes, wheels of checkouts, pylock.toml, .python-version, Dockerfile, apptainer.def")
@@ -92,7 +94,8 @@ def _lock_cmd(a) -> int:
 
 def _reproduce_cmd(a) -> int:
     from fastrepro.reproduce import reproduce
-    r = reproduce(resolve_run(a.run, a.runs), env=a.env, lock=a.lock, epochs=a.epochs, require=a.require, repo=a.repo)
+    r = reproduce(resolve_run(a.run, a.runs), env=a.env, lock=a.lock, epochs=a.epochs, require=a.require,
+                  sweep=a.sweep, metric=a.metric, repo=a.repo)
     print(json.dumps(r.to_dict(), default=str) if a.json else r)
     return r.exit_code
 

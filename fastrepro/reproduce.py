@@ -9,12 +9,13 @@ from __future__ import annotations
 import hashlib, json, os, subprocess, sys, time
 from pathlib import Path
 from fastcore.basics import patch
-from .manifest import load_manifest, read_blob, diff_manifests, environment, hardware, _allowed, _git, _patch_applies, _restore_tree, _replayed_vars
+from .manifest import load_manifest, read_blob, diff_manifests, ManifestDiff, environment, hardware, _allowed, _git, _patch_applies, _restore_tree, _replayed_vars
 
 # %% auto #0
 __all__ = ['PREFLIGHT_LAYERS', 'NOTEBOOK_RUNNER', 'EXIT_CODES', 'RERUN_OVERHEAD_S', 'GENESIS', 'DRILL_LOG', 'Preflight',
-           'find_repository', 'preflight', 'rerun_env', 'entry_command', 'compare_fit', 'Reproduction', 'reproduce',
-           'parse_duration', 'plan_drill', 'append_log', 'verify_log', 'Drill', 'drill']
+           'find_repository', 'preflight', 'rerun_env', 'entry_command', 'compare_fit', 'pipeline_differences',
+           'find_sweep', 'band_metric', 'judge_band', 'Reproduction', 'rerun_diff', 'reproduce', 'parse_duration',
+           'plan_drill', 'append_log', 'verify_log', 'Drill', 'drill']
 
 # %% ../nbs/14_reproduce.ipynb #37520242
 PREFLIGHT_LAYERS = ('entry', 'code', 'data', 'environment', 'hardware')
@@ -238,14 +239,74 @@ def compare_fit(rec:dict, new:dict|None, epochs:int=None) -> dict:
     why = f"the first {epochs} epochs' metrics are equal (weights not compared)" if short else 'the weights and every epoch are equal'
     return dict(verdict='bitwise', first_differing_epoch=None, reason=why)
 
+# %% ../nbs/14_reproduce.ipynb #a1f661a2
+_ONLY_OBSERVE = ('ProgressCallback', 'ShowGraphCallback', 'CSVLogger', 'RunRecorder')  # they watch a fit, and change none of its numbers
+
+def _acting(callbacks) -> list: return [c for c in callbacks or [] if c not in _ONLY_OBSERVE]
+
+# %% ../nbs/14_reproduce.ipynb #80413e7b
+def pipeline_differences(a:dict, b:dict) -> list:
+    "The causes that make runs `a` and `b` different pipelines: their code, data and hyperparameters, not their entries, seeds or machines."
+    out = []
+    for d in diff_manifests(a, b).causes:
+        layer, field, old, new, _ = d
+        if layer not in ('code', 'data', 'hyperparameters') or field.startswith('code.entry.'): continue
+        if field == 'hyperparameters.callbacks' and _acting(old) == _acting(new): continue
+        out.append(d)
+    return out
+
+# %% ../nbs/14_reproduce.ipynb #cfab6b16
+def _qualifies(s, m:dict) -> str|None:
+    "Why sweep `s` cannot judge run `m`, or None when it can."
+    ref = s.reference_manifest()
+    if len(s.completed) < 2 or ref is None: return 'fewer than 2 completed seeds with their manifests'
+    if diff := pipeline_differences(ref, m): return 'another pipeline: ' + ', '.join(sorted({f for _, f, *_ in diff})[:4])
+
+# %% ../nbs/14_reproduce.ipynb #6c7c4c57
+def find_sweep(m:dict, runs) -> tuple:
+    "The newest seed sweep in `runs/sweeps` of run `m`'s pipeline (or None), and why each other sweep there is not."
+    from fastrepro.sweep import load_sweep, SweepError
+    found, why = [], {}
+    for p in sorted((Path(runs)/'sweeps').glob('*/sweep.json')):
+        try: s = load_sweep(p)
+        except (SweepError, OSError) as e: why[p.parent.name] = str(e); continue
+        if (no := _qualifies(s, m)) is None: found.append(s)
+        else: why[s.name] = no
+    return max(found, key=lambda s: s.created_at, default=None), why
+
+# %% ../nbs/14_reproduce.ipynb #d8e8c238
+def band_metric(m:dict, metric:str=None) -> str:
+    "The metric a band judges run `m` by: `metric`, else the run's first metric after its losses, else its validation loss."
+    names = m['results'].get('metric_names') or []
+    if metric is None: return next((n for n in names if n not in ('train_loss', 'valid_loss')), 'valid_loss')
+    if metric not in names: raise ValueError(f"`metric` must be one that the run recorded, {names}; got {metric!r}")
+    return metric
+
+# %% ../nbs/14_reproduce.ipynb #bd98455f
+def judge_band(fit:dict, # `compare_fit`'s verdict of the rerun
+               new:dict, # the rerun's manifest
+               sweep, # a `Sweep` of the same pipeline
+               metric:str, level:float=0.95) -> dict:
+    "`fit` turned `within band` when `new`'s `metric` at its last epoch lies inside `sweep`'s band at that epoch, else `differs`."
+    from fastrepro.sweep import prediction_band
+    res = new['results']
+    e, runs = len(res['epochs']) - 1, [sweep.runs[s] for s in sweep.completed]
+    if e < 0 or any(len(r['epochs']) <= e for r in runs): return dict(fit, verdict='differs', reason=f"{fit['reason']}; the sweep has no epoch {e} to judge it by")
+    value, b = res['epochs'][e][res['metric_names'].index(metric)], prediction_band(sweep.values(metric, e), level)
+    inside = b['low'] <= value <= b['high']  # NaN is outside
+    why = f"{metric} {value:.4f} at epoch {e} is {'inside' if inside else 'outside'} the {level:.0%} band [{b['low']:.4f}, {b['high']:.4f}] of sweep {sweep.name!r} (n={b['n']})"
+    return dict(fit, verdict='within band' if inside else 'differs', reason=f"{fit['reason']}; {why}",
+                band=dict(b, metric=metric, epoch=e, value=value, sweep=str(sweep.path)))
+
 # %% ../nbs/14_reproduce.ipynb #d7601bf8
-EXIT_CODES = {'bitwise': 0, 'differs': 1, 'cannot run': 2}
+EXIT_CODES = {'bitwise': 0, 'within band': 0, 'differs': 1, 'cannot run': 2}
 
 # %% ../nbs/14_reproduce.ipynb #ddf3d140
 class Reproduction:
     "What `reproduce` found: the preflight, the rerun, the verdict, and the diff of the record with the rerun's manifest."
-    def __init__(self, m:dict, path:Path, require:str, preflight:Preflight, epochs:int=None):
+    def __init__(self, m:dict, path:Path, require:str, preflight:Preflight, epochs:int=None, sweep=None, metric:str=None):
         self.m, self.path, self.require, self.preflight, self.epochs = m, Path(path), require, preflight, epochs
+        self.sweep, self.metric = sweep, metric  # with require='band': the sweep and the metric that judge a rerun that differs
         self.fit, self.new, self.diff, self.error, self.seconds, self.output = None, None, None, None, {}, ''
     @property
     def verdict(self) -> str: return 'cannot run' if not self.preflight.ok or self.fit is None else self.fit['verdict']
@@ -257,7 +318,7 @@ class Reproduction:
 def to_dict(self:Reproduction) -> dict:
     "The whole report, as `fastrepro reproduce --json` prints it."
     return dict(run_id=self.m['run_id'], manifest=str(self.path), verdict=self.verdict, exit_code=self.exit_code, require=self.require,
-                epochs=self.epochs, preflight=self.preflight.to_dict(), fit=self.fit, error=self.error, seconds=self.seconds,
+                epochs=self.epochs, sweep=str(self.sweep.path) if self.sweep else None, preflight=self.preflight.to_dict(), fit=self.fit, error=self.error, seconds=self.seconds,
                 new_run_id=self.new['run_id'] if self.new else None,
                 diff=[dict(layer=l, field=f, old=o, new=n, matters=x) for l, f, o, n, x in self.diff or []])
 
@@ -288,6 +349,12 @@ def _run_entry(r:Reproduction, runs:Path, python=None, timeout=None) -> list:
             return _child_manifests(out, p.pid)
         finally: subprocess.run(['git', 'worktree', 'remove', '--force', str(src)], cwd=root, capture_output=True)
 
+# %% ../nbs/14_reproduce.ipynb #8ff05a75
+def rerun_diff(m:dict, new:dict) -> ManifestDiff:
+    "`diff_manifests(m, new)` without the variables the rerun of `m` set only to pin what `m` recorded."
+    pinned = {f"env_vars.{k}": v for k, v in _replayed_vars(m).items() if k not in m['env_vars']}
+    return ManifestDiff(d for d in diff_manifests(m, new) if not (d[1] in pinned and d[2] is None and d[3] == pinned[d[1]]))
+
 # %% ../nbs/14_reproduce.ipynb #5500fe16
 def _rerun(r:Reproduction, runs:Path, python=None, timeout=None):
     "Rerun `r`'s entry; the matching fit's verdict and the diff of its manifest with the record."
@@ -300,7 +367,8 @@ def _rerun(r:Reproduction, runs:Path, python=None, timeout=None):
     if r.new is not None and r.new['status'] != 'completed':
         r.error = f"the rerun's fit {pos} ended {r.new['status']}: {r.new.get('error')}\n{r.output[-2000:]}"; return
     r.fit = compare_fit(r.m, r.new, r.epochs)
-    if r.new is not None: r.diff = diff_manifests(r.m, r.new)
+    if r.require == 'band' and r.fit['verdict'] == 'differs' and r.new is not None: r.fit = judge_band(r.fit, r.new, r.sweep, r.metric)
+    if r.new is not None: r.diff = rerun_diff(r.m, r.new)
 
 # %% ../nbs/14_reproduce.ipynb #487a0317
 def _locked(m:dict, path:Path, lock=None, repo=None) -> str:
@@ -310,23 +378,40 @@ def _locked(m:dict, path:Path, lock=None, repo=None) -> str:
     if not folder.is_dir(): write_lock(path, folder, repo=repo)
     return str(locked_python(folder))
 
+# %% ../nbs/14_reproduce.ipynb #ab699484
+def _band_sweep(m:dict, runs:Path, sweep=None):
+    "The sweep that judges run `m` with require='band': `sweep` (a `Sweep` or its folder) if it qualifies, else the newest in `runs` that does."
+    from fastrepro.sweep import Sweep, load_sweep
+    if sweep is not None:
+        s = sweep if isinstance(sweep, Sweep) else load_sweep(sweep)
+        if (no := _qualifies(s, m)) is not None: raise ValueError(f"`sweep` {s.name!r} cannot judge run {m['run_id']}: {no}")
+        return s
+    s, why = find_sweep(m, runs)
+    if s is not None: return s
+    seen = ''.join(f"\n  {k}: {v}" for k, v in why.items()) or ' (there are none)'
+    raise ValueError(f"require='band' needs a seed sweep of run {m['run_id']}'s pipeline in {Path(runs)/'sweeps'}; the sweeps there:{seen}\n"
+                     "run `seed_sweep` on this pipeline, or pass `sweep`")
+
 # %% ../nbs/14_reproduce.ipynb #6566e138
 def reproduce(run, # a manifest's path
               env:str='current', # 'current': this Python environment; 'locked': a venv built from the run's lock (`fastrepro.lock`)
               lock=None, # with env='locked': the lock folder (default: `lock-<run id>` beside the runs folder, written if missing)
               epochs:int=None, # stop the fit after this many epochs (the fits before it run whole): a short drill compares what it ran
-              require:str='bitwise', # what counts as reproduced
+              require:str='bitwise', # 'bitwise', or 'band': a rerun that differs passes inside a seed sweep's band
+              sweep=None, # with require='band': the `Sweep` or its folder (default: the newest of this pipeline in the runs folder)
+              metric:str=None, # with require='band': the metric judged (default: the run's first after its losses)
               repo=None, # the repository with the run's commit, if not where it was recorded
               python:str=None, # the interpreter of the rerun (default: this one)
               timeout:float=None) -> Reproduction: # seconds for the rerun
     "Preflight every layer the run `run` records, rerun its entry at the recorded code in a fresh process, and compare."
-    if require != 'bitwise': raise ValueError(f"`require` must be 'bitwise', got {require!r}")
+    if require not in ('bitwise', 'band'): raise ValueError(f"`require` must be 'bitwise' or 'band', got {require!r}")
     if env not in ('current', 'locked'): raise ValueError(f"`env` must be 'current' or 'locked', got {env!r}")
     if epochs is not None and (not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1): raise ValueError(f"`epochs` must be an int >= 1, got {epochs!r}")
     m = load_manifest(path := Path(run))
     if m['status'] != 'completed': raise ValueError(f"{path}: only a completed run can be reproduced; this one is {m['status']}")
+    if require == 'band': sweep, metric = _band_sweep(m, path.parent, sweep), band_metric(m, metric)
     if env == 'locked': python = _locked(m, path, lock, repo)
-    r = Reproduction(m, path, require, preflight(m, path.parent, repo, python), epochs)
+    r = Reproduction(m, path, require, preflight(m, path.parent, repo, python), epochs, sweep, metric)
     r.seconds['preflight'] = r.preflight.seconds
     if r.preflight.ok: _rerun(r, path.parent, python, timeout)
     return r
