@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/resume.html.md"""
 
 # %% ../nbs/11_resume.ipynb #8b634cb1
 from __future__ import annotations
-import hashlib, inspect, json, os, pickle, re, signal, subprocess, sys, tempfile, threading, time, warnings
+import hashlib, inspect, json, os, pickle, re, shutil, signal, subprocess, sys, tempfile, threading, time, warnings
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
@@ -684,6 +684,7 @@ class ResumeReport:
         self.difference = first_difference(reference, resumed)
         self.identical = self.difference is None
         self.resumed_from = [r for m in resumed['manifests'] for r in m.get('resumed_from') or []]  # every resume, fit by fit
+        self.controls = {}  # part -> the report of a resume of the same kill that left it out
 
 # %% ../nbs/11_resume.ipynb #566ac148
 def _short(v):
@@ -704,10 +705,18 @@ def __repr__(self:ResumeReport):
 def show(self:ResumeReport): print(repr(self))
 
 # %% ../nbs/11_resume.ipynb #fe6f59d5
-def _kill_and_resume(make_learner, fit, folder:Path, cut, ats:tuple, omit, **kw) -> dict:
-    "Fresh processes in one folder: the first is killed after checkpoint `ats[0]`, each next one resumes and is killed after its `ats[i]`; the last resumes to the end."
-    for i, k in enumerate(ats): _run_child(make_learner, fit, folder, f'killed{i}', cut=cut, kill_at=k, resume=i > 0, omit=omit, **kw)
+def _resume_chain(make_learner, fit, folder:Path, cut, ats:tuple, omit, **kw) -> dict:
+    "After the first kill in `folder`: each next run resumes and is killed after its `ats[i]`; the last resumes to the end."
+    for i, k in enumerate(ats[1:], 1): _run_child(make_learner, fit, folder, f'killed{i}', cut=cut, kill_at=k, resume=True, omit=omit, **kw)
     return _run_child(make_learner, fit, folder, 'resumed', cut=cut, resume=True, omit=omit, **kw)
+
+# %% ../nbs/11_resume.ipynb #fcbda6f4
+def _kill_and_resume(make_learner, fit, folder:Path, cut, ats:tuple, omit, controls=(), **kw) -> tuple:
+    "The first run in `folder`, killed after checkpoint `ats[0]`, then its resume chain; and each control's chain from a copy of that kill."
+    _run_child(make_learner, fit, folder, 'killed0', cut=cut, kill_at=ats[0], **kw)  # `omit` acts only in a resume
+    copies = {c: shutil.copytree(folder, folder.with_name(f'{folder.name}-without-{c}')) for c in controls}
+    resumed = _resume_chain(make_learner, fit, folder, cut, ats, omit, **kw)
+    return resumed, {c: _resume_chain(make_learner, fit, Path(copies[c]), cut, ats, (c,), **kw) for c in controls}
 
 # %% ../nbs/11_resume.ipynb #03ac5b35
 def verify_resume(make_learner, # returns a fresh Learner with ReproCallback; takes `num_workers` if that is given
@@ -716,15 +725,18 @@ def verify_resume(make_learner, # returns a fresh Learner with ReproCallback; ta
                   at=1, # kill after this checkpoint; a tuple kills the resumed runs too, each after its own count
                   num_workers:int=None, # DataLoader workers in every run
                   omit=(), # parts of the state the resume leaves out (`OMITTABLE`): a negative control must differ
+                  controls=(), # parts to leave out one at a time in extra resumes of the same kill (`report.controls`): each must differ
                   reference:dict=None, # an earlier report's `reference` (the same `make_learner`, `fit`, workers) to reuse
                   timeout:float=None) -> ResumeReport: # seconds per process
     "Run `fit` uninterrupted, and cut by SIGKILL then resumed, each in fresh processes; compare weights, optimizer and metrics bitwise."
     ats = (at,) if isinstance(at, int) else tuple(at)
     if not ats or any(not isinstance(a, int) or isinstance(a, bool) or a < 1 for a in ats): raise ValueError(f"`at` must be a positive int or a tuple of them, got {at!r}")
-    ReproCheckpoint(every=cut); omit = _check_omit(omit)  # bad input fails here, not in a child
+    ReproCheckpoint(every=cut); omit, controls = _check_omit(omit), _check_omit(controls)  # bad input fails here, not in a child
     t0, kw = time.time(), dict(num_workers=num_workers, timeout=timeout)
     with fresh_tempdir('resume') as d, ThreadPoolExecutor(1) as pool:
         ref = pool.submit(_run_child, make_learner, fit, Path(d)/'reference', 'uninterrupted', **kw) if reference is None else None
-        resumed = _kill_and_resume(make_learner, fit, Path(d)/'interrupted', cut, ats, omit, **kw)
+        resumed, left_out = _kill_and_resume(make_learner, fit, Path(d)/'interrupted', cut, ats, omit, controls, **kw)
         reference = reference if ref is None else ref.result()
-    return ResumeReport(cut, at, omit, reference, resumed, time.time() - t0)
+    report = ResumeReport(cut, at, omit, reference, resumed, time.time() - t0)
+    report.controls = {c: ResumeReport(cut, at, (c,), reference, r, report.seconds) for c, r in left_out.items()}
+    return report

@@ -1,7 +1,8 @@
 """Exact resume (issue 11): runs killed by a real SIGKILL and resumed in fresh processes end bitwise-equal to uninterrupted ones.
 
 Every check runs `verify_resume`, which trains in fresh processes: the uninterrupted run, then the run killed after a chosen
-checkpoint, then its resume. Negative controls leave one part of the state out and must differ.
+checkpoint, then its resume. Negative controls resume the same kill again (from a copy of what it left), each leaving one part
+of the state out, and must differ.
 """
 import signal, subprocess, sys, time
 from concurrent.futures import ThreadPoolExecutor
@@ -37,24 +38,24 @@ def _vision():
     """fit_one_cycle on the digits CNN with 2 workers: cuts at an epoch boundary and mid-epoch, and the negative controls
     (leaving out the optimizer's state is `nbs/11_resume.ipynb`'s, with 0 workers)."""
     ref = verify_resume(digits, one_cycle, cut='epoch', num_workers=2)
-    again = lambda **kw: verify_resume(digits, one_cycle, cut=9, num_workers=2, reference=ref.reference, **kw)
-    return dict(epoch=ref, mid=again(), **{omit: again(omit=omit) for omit in ('schedule', 'rng')})
+    mid = verify_resume(digits, one_cycle, cut=9, num_workers=2, reference=ref.reference, controls=('schedule', 'rng'))
+    return dict(epoch=ref, mid=mid, **mid.controls)  # the controls resume the same kill again, each without one part
 
 def _tabular():
     r = verify_resume(tabular, tab_cycle, cut='epoch', at=2, num_workers=2)
     return dict(epoch=r, mid=verify_resume(tabular, tab_cycle, cut=5, reference=r.reference, num_workers=2))
 
 def _grad_accum():
-    r = verify_resume(grad_accum, one_cycle, cut=6)
-    return dict(mid=r, callbacks=verify_resume(grad_accum, one_cycle, cut=6, omit='callbacks', reference=r.reference))
+    r = verify_resume(grad_accum, one_cycle, cut=6, controls=('callbacks',))
+    return dict(mid=r, callbacks=r.controls['callbacks'])
 
 def _fine_tune():
     r = verify_resume(digits, fine_tune, cut=5, at=(2, 3))  # inside the frozen fit, then resumed, killed again in the second
     return dict(twice=r, second=verify_resume(digits, fine_tune, cut='epoch', at=2, reference=r.reference))  # the second fit's epoch end
 
 def _trackers():
-    r = verify_resume(digits, tracked, cut='epoch', at=2)
-    return dict(epoch=r, callbacks=verify_resume(digits, tracked, cut='epoch', at=3, omit='callbacks', reference=r.reference))
+    r = verify_resume(digits, tracked, cut='epoch', at=2, controls=('callbacks',))
+    return dict(epoch=r, callbacks=r.controls['callbacks'])
 
 SCENARIOS = dict(vision=_vision, tabular=_tabular, grad_accum=_grad_accum, fine_tune=_fine_tune, trackers=_trackers)
 
