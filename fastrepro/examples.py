@@ -7,18 +7,19 @@ Docs: https://fastrepro.github.io/fastrepro/examples.html.md"""
 # %% ../nbs/05_examples.ipynb #b4e893a4
 from __future__ import annotations
 import os, shutil, tempfile, time
+from functools import partial
 from pathlib import Path
 import numpy as np, pandas as pd, torch
 from torch import nn
 from fastcore.script import call_parse
 from fastai.vision.all import (DataBlock, ImageBlock, CategoryBlock, get_image_files, parent_label, GrandparentSplitter,
-                               Resize, RandomCrop, aug_transforms, ConvLayer, Flatten, Learner, accuracy)
+                               Resize, RandomCrop, aug_transforms, ConvLayer, Flatten, Learner, accuracy, L)
 import fastai.torch_core
 from .seed import check_seed
 
 # %% auto #0
-__all__ = ['TABULAR_SETS', 'data_dir', 'digits_path', 'digits_dblock', 'digits_cnn', 'tabular_frame', 'wine_learner',
-           'stock_drift', 'demo']
+__all__ = ['TABULAR_SETS', 'data_dir', 'digits_path', 'every_nth_image', 'digits_dblock', 'digits_cnn', 'tabular_frame',
+           'wine_learner', 'stock_drift', 'demo']
 
 # %% ../nbs/05_examples.ipynb #d169a28b
 def data_dir() -> Path:
@@ -52,11 +53,17 @@ def digits_path(path=None) -> Path:
     return path
 
 # %% ../nbs/05_examples.ipynb #452f8665
+def every_nth_image(path, n:int=1) -> L:
+    "Every `n`-th image file under `path`, in `get_image_files`' order: a quick sample of a dataset."
+    return get_image_files(path)[::n]
+
 def digits_dblock(size:int=16, # side of the random crop fed to the model
-                  augment:bool=True): # add `aug_transforms` as batch transforms
+                  augment:bool=True, # add `aug_transforms` as batch transforms
+                  every:int=1): # keep every n-th image file: a sample, for checks where bit identity and not learning is the point
     "A DataBlock for `digits_path()`: labels from folders, split by `train`/`valid`, random crops and augmentation."
-    return DataBlock(blocks=(ImageBlock, CategoryBlock), get_items=get_image_files, get_y=parent_label,
-                     splitter=GrandparentSplitter(train_name='train', valid_name='valid'),
+    if not isinstance(every, int) or isinstance(every, bool) or every < 1: raise ValueError(f"`every` must be an int >= 1, got {every!r}")
+    return DataBlock(blocks=(ImageBlock, CategoryBlock), get_items=get_image_files if every == 1 else partial(every_nth_image, n=every),
+                     get_y=parent_label, splitter=GrandparentSplitter(train_name='train', valid_name='valid'),
                      item_tfms=[Resize(size + 4), RandomCrop(size)],
                      batch_tfms=aug_transforms(do_flip=False, max_rotate=10., max_warp=0.) if augment else None)
 
