@@ -7,7 +7,7 @@ import pytest
 from fastrepro.examples import digits_path
 from fastrepro.manifest import load_manifest, package_sources
 from fastrepro.reproduce import reproduce
-from fastrepro.lock import lock, locked_python
+from fastrepro.lock import lock, locked_python, _uv
 
 pytestmark = pytest.mark.slow
 
@@ -87,5 +87,13 @@ def test_the_lock_rebuilds_the_environment_and_the_run_reproduces_in_its_venv(mo
     t0 = time.perf_counter(); r = reproduce(module_record, env='locked', lock=out); cold = time.perf_counter() - t0
     assert (r.verdict, r.exit_code) == ('bitwise', 0), r
     assert 'archive' in r.new['environment']['package_sources']['fastrepro']  # the rerun ran in the venv, on the wheel the lock built
-    t0 = time.perf_counter(); locked_python(out); warm = time.perf_counter() - t0
+    t0 = time.perf_counter(); py = locked_python(out); warm = time.perf_counter() - t0
+    # pylock.toml describes exactly the venv the lock built: uv would change nothing; without one of its packages, it would
+    sync = lambda f: subprocess.run([*_uv(), 'pip', 'sync', '--dry-run', '--preview-features', 'pylock', '--python', str(py), f.name], cwd=out, capture_output=True, text=True)
+    r_same = sync(out/'pylock.toml')
+    assert r_same.returncode == 0 and 'Would make no changes' in r_same.stderr, r_same.stderr
+    blocks = (out/'pylock.toml').read_text().split('\n[[packages]]\n')
+    (out/'pylock.fewer.toml').write_text('\n[[packages]]\n'.join(b for b in blocks if not b.startswith('name = "six"\n')))
+    r_fewer = sync(out/'pylock.fewer.toml')
+    assert r_fewer.returncode == 0 and 'Would uninstall 1 package' in r_fewer.stderr and '- six==' in r_fewer.stderr, r_fewer.stderr
     with capsys.disabled(): print(f"\nlocked venv: reproduce with env='locked' took {cold:.1f} s (venv build included), a second locked_python {warm * 1e3:.0f} ms")
