@@ -35,6 +35,10 @@ def _uv() -> list:
     if shutil.which('uv'): return ['uv']
     raise RuntimeError("fastrepro lock needs uv: pip install uv")
 
+def _uv_version() -> str:
+    "The version of the uv that writes the lock, e.g. '0.13.9': GPU recipes install that one."
+    return subprocess.run([*_uv(), '--version'], capture_output=True, text=True, check=True).stdout.split()[1]
+
 # %% ../nbs/15_lock.ipynb #3f5b23b5
 class LockError(ValueError):
     "Packages that cannot be locked: {name: why}."
@@ -126,7 +130,7 @@ def _install(m:dict) -> list:
     "Shell steps, run in /repro, that install the exact Python (GPU images) and the lock with hashes, and restore the run's code."
     py, gpu = m['environment']['python'], bool(m['hardware'].get('gpus'))
     steps = ["apt-get update && apt-get install -y --no-install-recommends git ca-certificates curl && rm -rf /var/lib/apt/lists/*"]
-    if gpu: steps += ["curl -LsSf https://astral.sh/uv/install.sh | env UV_INSTALL_DIR=/usr/local/bin sh",
+    if gpu: steps += [f"curl -LsSf https://astral.sh/uv/{_uv_version()}/install.sh | env UV_INSTALL_DIR=/usr/local/bin sh",  # the uv that wrote the lock
                       f"uv venv --python {py} /venv"]
     pip = "uv pip install --python /venv/bin/python --index-strategy unsafe-best-match" if gpu else "python -m pip install --no-cache-dir"
     return steps + [f"{pip} --require-hashes --no-deps -r requirements.lock.txt", "git config --system --add safe.directory '*'"]
