@@ -156,14 +156,15 @@ def _check_hardware(m:dict, pf:Preflight, now:dict=None):
 def preflight(m:dict, # the run's manifest
               runs, # the runs folder it was loaded from: its `objects/` hold the patch, the untracked files and the data listings
               repo=None, # the repository with the run's commit, if not where it was recorded
-              python:str=None) -> Preflight: # the interpreter of the rerun (default: this one): its environment is checked
+              python:str=None, # the interpreter of the rerun (default: this one): its environment is checked
+              layers:tuple=PREFLIGHT_LAYERS) -> Preflight: # the layers to check
     "Check every layer a rerun of `m` depends on, in this environment, before any compute."
     t0, pf = time.perf_counter(), Preflight()
-    _check_entry(m, pf)
-    pf.root = _check_code(m, Path(runs), pf, repo)
-    _check_data(m, Path(runs), pf)
-    _check_environment(m, pf, None if python is None else _environment_of(python))
-    _check_hardware(m, pf)
+    if 'entry' in layers: _check_entry(m, pf)
+    if 'code' in layers: pf.root = _check_code(m, Path(runs), pf, repo)
+    if 'data' in layers: _check_data(m, Path(runs), pf)
+    if 'environment' in layers: _check_environment(m, pf, None if python is None else _environment_of(python))
+    if 'hardware' in layers: _check_hardware(m, pf)
     pf.seconds = time.perf_counter() - t0
     return pf
 
@@ -410,8 +411,11 @@ def reproduce(run, # a manifest's path
     m = load_manifest(path := Path(run))
     if m['status'] != 'completed': raise ValueError(f"{path}: only a completed run can be reproduced; this one is {m['status']}")
     if require == 'band': sweep, metric = _band_sweep(m, path.parent, sweep), band_metric(m, metric)
-    if env == 'locked': python = _locked(m, path, lock, repo)
-    r = Reproduction(m, path, require, preflight(m, path.parent, repo, python), epochs, sweep, metric)
+    if env == 'locked':
+        pf = preflight(m, path.parent, repo, layers=('entry', 'code', 'data'))  # the cheap layers first: no venv for a run that cannot run
+        if pf.ok: python = _locked(m, path, lock, repo)
+    if env == 'current' or pf.ok: pf = preflight(m, path.parent, repo, python)
+    r = Reproduction(m, path, require, pf, epochs, sweep, metric)
     r.seconds['preflight'] = r.preflight.seconds
     if r.preflight.ok: _rerun(r, path.parent, python, timeout)
     return r
