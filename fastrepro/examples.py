@@ -54,14 +54,15 @@ def digits_path(path=None) -> Path:
 
 # %% ../nbs/05_examples.ipynb #452f8665
 def every_nth_image(path, n:int=1) -> L:
-    "Every `n`-th image file under `path`, in `get_image_files`' order: a quick sample of a dataset."
-    return get_image_files(path)[::n]
+    "Every `n`-th image file under `path`, by sorted path (the folder walk's order differs between file systems): a quick sample of a dataset."
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1: raise ValueError(f"`n` must be an int >= 1, got {n!r}")
+    return L(sorted(get_image_files(path)))[::n]
 
 def digits_dblock(size:int=16, # side of the random crop fed to the model
                   augment:bool=True, # add `aug_transforms` as batch transforms
                   every:int=1): # keep every n-th image file: a sample, for checks where bit identity and not learning is the point
     "A DataBlock for `digits_path()`: labels from folders, split by `train`/`valid`, random crops and augmentation."
-    if not isinstance(every, int) or isinstance(every, bool) or every < 1: raise ValueError(f"`every` must be an int >= 1, got {every!r}")
+    if not isinstance(every, int) or isinstance(every, bool) or every < 1: raise ValueError(f"`every` must be an int >= 1, got {every!r}")  # not in a loader
     return DataBlock(blocks=(ImageBlock, CategoryBlock), get_items=get_image_files if every == 1 else partial(every_nth_image, n=every),
                      get_y=parent_label, splitter=GrandparentSplitter(train_name='train', valid_name='valid'),
                      item_tfms=[Resize(size + 4), RandomCrop(size)],

@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/reproduce.html.md"""
 
 # %% ../nbs/14_reproduce.ipynb #48618569
 from __future__ import annotations
-import hashlib, json, os, subprocess, sys, time
+import hashlib, json, math, os, subprocess, sys, time
 from pathlib import Path
 from fastcore.basics import patch
 from .manifest import load_manifest, read_blob, diff_manifests, ManifestDiff, environment, hardware, _allowed, _git, _patch_applies, _restore_tree, _replayed_vars
@@ -14,15 +14,15 @@ from .manifest import load_manifest, read_blob, diff_manifests, ManifestDiff, en
 # %% auto #0
 __all__ = ['PREFLIGHT_LAYERS', 'NOTEBOOK_RUNNER', 'EXIT_CODES', 'RERUN_OVERHEAD_S', 'GENESIS', 'DRILL_LOG', 'Preflight',
            'find_repository', 'preflight', 'rerun_env', 'entry_command', 'compare_fit', 'pipeline_differences',
-           'find_sweep', 'band_metric', 'judge_band', 'Reproduction', 'rerun_diff', 'reproduce', 'parse_duration',
-           'plan_drill', 'append_log', 'verify_log', 'Drill', 'drill']
+           'sweep_fits', 'find_sweep', 'band_metric', 'band_values', 'judge_band', 'Reproduction', 'rerun_diff',
+           'reproduce', 'parse_duration', 'plan_drill', 'append_log', 'verify_log', 'Drill', 'drill']
 
 # %% ../nbs/14_reproduce.ipynb #37520242
 PREFLIGHT_LAYERS = ('entry', 'code', 'data', 'environment', 'hardware')
 
 class Preflight:
     "Per layer, the problems that stop a rerun and the notes that do not."
-    def __init__(self): self.problems, self.notes, self.seconds, self.root = {}, {}, None, None
+    def __init__(self): self.problems, self.notes, self.seconds, self.root, self.checked = {}, {}, 0., None, []
     def fail(self, layer:str, msg:str): self.problems.setdefault(layer, []).append(msg)
     def note(self, layer:str, msg:str): self.notes.setdefault(layer, []).append(msg)
     @property
@@ -41,7 +41,7 @@ def __str__(self:Preflight):
     lines = []
     for layer in PREFLIGHT_LAYERS:
         found = [f"FAIL {p}" for p in self.problems.get(layer, [])] + [f"note {n}" for n in self.notes.get(layer, [])]
-        lines += [f"  {layer:12s}{x}" for x in found or ['ok']]
+        lines += [f"  {layer:12s}{x}" for x in found or ['ok' if layer in self.checked else 'not checked']]
     return '\n'.join(lines)
 
 # %% ../nbs/14_reproduce.ipynb #189facb2
@@ -157,15 +157,18 @@ def preflight(m:dict, # the run's manifest
               runs, # the runs folder it was loaded from: its `objects/` hold the patch, the untracked files and the data listings
               repo=None, # the repository with the run's commit, if not where it was recorded
               python:str=None, # the interpreter of the rerun (default: this one): its environment is checked
-              layers:tuple=PREFLIGHT_LAYERS) -> Preflight: # the layers to check
+              layers:tuple=PREFLIGHT_LAYERS, # the layers to check, of `PREFLIGHT_LAYERS`
+              pf:Preflight=None) -> Preflight: # a preflight to go on with (its other layers)
     "Check every layer a rerun of `m` depends on, in this environment, before any compute."
-    t0, pf = time.perf_counter(), Preflight()
+    if bad := [l for l in layers if l not in PREFLIGHT_LAYERS]: raise ValueError(f"`layers` must be of {PREFLIGHT_LAYERS}, got {bad}")
+    t0, pf = time.perf_counter(), pf or Preflight()
     if 'entry' in layers: _check_entry(m, pf)
     if 'code' in layers: pf.root = _check_code(m, Path(runs), pf, repo)
     if 'data' in layers: _check_data(m, Path(runs), pf)
     if 'environment' in layers: _check_environment(m, pf, None if python is None else _environment_of(python))
     if 'hardware' in layers: _check_hardware(m, pf)
-    pf.seconds = time.perf_counter() - t0
+    pf.checked += [l for l in layers if l not in pf.checked]
+    pf.seconds += time.perf_counter() - t0
     return pf
 
 # %% ../nbs/14_reproduce.ipynb #de72fa5f
@@ -257,21 +260,31 @@ def pipeline_differences(a:dict, b:dict) -> list:
     return out
 
 # %% ../nbs/14_reproduce.ipynb #cfab6b16
+def sweep_fits(s, m:dict) -> dict:
+    "Seed -> the manifest of its fit at run `m`'s position in its process, for each completed seed of sweep `s` whose manifest is where it says."
+    pos, out = (m.get('process') or {}).get('fit_position', 0), {}
+    for seed in s.completed:
+        for p in s.runs[seed].get('manifests', []):
+            try: f = load_manifest(p)
+            except (OSError, ValueError): continue
+            if (f.get('process') or {}).get('fit_position', 0) == pos: out[seed] = f; break
+    return out
+
 def _qualifies(s, m:dict) -> str|None:
     "Why sweep `s` cannot judge run `m`, or None when it can."
-    ref = s.reference_manifest()
-    if len(s.completed) < 2 or ref is None: return 'fewer than 2 completed seeds with their manifests'
-    if diff := pipeline_differences(ref, m): return 'another pipeline: ' + ', '.join(sorted({f for _, f, *_ in diff})[:4])
+    fits = sweep_fits(s, m)
+    if len(fits) < 2: return f"fewer than 2 completed seeds with a readable manifest of fit {(m.get('process') or {}).get('fit_position', 0)}"
+    if diff := pipeline_differences(next(iter(fits.values())), m): return 'another pipeline: ' + ', '.join(sorted({f for _, f, *_ in diff})[:4])
 
 # %% ../nbs/14_reproduce.ipynb #6c7c4c57
 def find_sweep(m:dict, runs) -> tuple:
     "The newest seed sweep in `runs/sweeps` of run `m`'s pipeline (or None), and why each other sweep there is not."
-    from fastrepro.sweep import load_sweep, SweepError
+    from fastrepro.sweep import load_sweep
     found, why = [], {}
     for p in sorted((Path(runs)/'sweeps').glob('*/sweep.json')):
-        try: s = load_sweep(p)
-        except (SweepError, OSError) as e: why[p.parent.name] = str(e); continue
-        if (no := _qualifies(s, m)) is None: found.append(s)
+        try: s = load_sweep(p); no = _qualifies(s, m)
+        except (OSError, ValueError) as e: why[p.parent.name] = str(e); continue
+        if no is None: found.append(s)
         else: why[s.name] = no
     return max(found, key=lambda s: s.created_at, default=None), why
 
@@ -284,20 +297,33 @@ def band_metric(m:dict, metric:str=None) -> str:
     return metric
 
 # %% ../nbs/14_reproduce.ipynb #bd98455f
+def band_values(fits:dict, # seed -> the manifest of its fit (`sweep_fits`)
+                metric:str, epoch:int) -> list:
+    "Each seed's `metric` at `epoch` of its fit; a ValueError that says what is missing."
+    out = []
+    for seed, f in fits.items():
+        names, rows = f['results'].get('metric_names') or [], f['results'].get('epochs') or []
+        if metric not in names: raise ValueError(f"seed {seed} recorded no {metric!r}, only {names}")
+        if epoch >= len(rows): raise ValueError(f"seed {seed} ran {len(rows)} epochs, and the band is at epoch {epoch}")
+        out.append(rows[epoch][names.index(metric)])
+    if sum(math.isfinite(v) for v in out) < 2: raise ValueError(f"fewer than 2 seeds have a finite {metric} at epoch {epoch}: {out}")
+    return out
+
+# %% ../nbs/14_reproduce.ipynb #2ce9ac81
 def judge_band(fit:dict, # `compare_fit`'s verdict of the rerun
                new:dict, # the rerun's manifest
-               sweep, # a `Sweep` of the same pipeline
-               metric:str, level:float=0.95) -> dict:
-    "`fit` turned `within band` when `new`'s `metric` at its last epoch lies inside `sweep`'s band at that epoch, else `differs`."
+               fits:dict, # seed -> the manifest of the same fit in each seed of a sweep of the pipeline (`sweep_fits`)
+               metric:str, level:float=0.95, sweep:str=None) -> dict: # `sweep`: its folder, to name it
+    "`fit` turned `within band` when `new`'s `metric` at its last epoch lies inside the seeds' band at that epoch, else `differs`."
     from fastrepro.sweep import prediction_band
-    res = new['results']
-    e, runs = len(res['epochs']) - 1, [sweep.runs[s] for s in sweep.completed]
-    if e < 0 or any(len(r['epochs']) <= e for r in runs): return dict(fit, verdict='differs', reason=f"{fit['reason']}; the sweep has no epoch {e} to judge it by")
-    value, b = res['epochs'][e][res['metric_names'].index(metric)], prediction_band(sweep.values(metric, e), level)
+    res = new['results']; e = len(res['epochs']) - 1
+    try: b = prediction_band(band_values(fits, metric, e), level)
+    except ValueError as err: return dict(fit, reason=f"{fit['reason']}; no band at epoch {e}: {err}")
+    value = res['epochs'][e][res['metric_names'].index(metric)]
     inside = b['low'] <= value <= b['high']  # NaN is outside
-    why = f"{metric} {value:.4f} at epoch {e} is {'inside' if inside else 'outside'} the {level:.0%} band [{b['low']:.4f}, {b['high']:.4f}] of sweep {sweep.name!r} (n={b['n']})"
-    return dict(fit, verdict='within band' if inside else 'differs', reason=f"{fit['reason']}; {why}",
-                band=dict(b, metric=metric, epoch=e, value=value, sweep=str(sweep.path)))
+    why = f"{metric} {value:.4f} at epoch {e} is {'inside' if inside else 'outside'} the {level:.0%} band [{b['low']:.4f}, {b['high']:.4f}] of {b['n']} seeds"
+    return dict(fit, verdict='within band' if inside else 'differs', reason=f"{fit['reason']}; {why}" + (f" ({sweep})" if sweep else ''),
+                band=dict(b, metric=metric, epoch=e, value=value, sweep=sweep))
 
 # %% ../nbs/14_reproduce.ipynb #d7601bf8
 EXIT_CODES = {'bitwise': 0, 'within band': 0, 'differs': 1, 'cannot run': 2}
@@ -319,7 +345,7 @@ class Reproduction:
 def to_dict(self:Reproduction) -> dict:
     "The whole report, as `fastrepro reproduce --json` prints it."
     return dict(run_id=self.m['run_id'], manifest=str(self.path), verdict=self.verdict, exit_code=self.exit_code, require=self.require,
-                epochs=self.epochs, sweep=str(self.sweep.path) if self.sweep else None, preflight=self.preflight.to_dict(), fit=self.fit, error=self.error, seconds=self.seconds,
+                epochs=self.epochs, sweep=str(self.sweep.path or self.sweep.name) if self.sweep else None, preflight=self.preflight.to_dict(), fit=self.fit, error=self.error, seconds=self.seconds,
                 new_run_id=self.new['run_id'] if self.new else None,
                 diff=[dict(layer=l, field=f, old=o, new=n, matters=x) for l, f, o, n, x in self.diff or []])
 
@@ -368,7 +394,8 @@ def _rerun(r:Reproduction, runs:Path, python=None, timeout=None):
     if r.new is not None and r.new['status'] != 'completed':
         r.error = f"the rerun's fit {pos} ended {r.new['status']}: {r.new.get('error')}\n{r.output[-2000:]}"; return
     r.fit = compare_fit(r.m, r.new, r.epochs)
-    if r.require == 'band' and r.fit['verdict'] == 'differs' and r.new is not None: r.fit = judge_band(r.fit, r.new, r.sweep, r.metric)
+    if r.require == 'band' and r.fit['verdict'] == 'differs' and r.new is not None:
+        r.fit = judge_band(r.fit, r.new, sweep_fits(r.sweep, r.new), r.metric, sweep=str(r.sweep.path or r.sweep.name))
     if r.new is not None: r.diff = rerun_diff(r.m, r.new)
 
 # %% ../nbs/14_reproduce.ipynb #487a0317
@@ -384,7 +411,8 @@ def _band_sweep(m:dict, runs:Path, sweep=None):
     "The sweep that judges run `m` with require='band': `sweep` (a `Sweep` or its folder) if it qualifies, else the newest in `runs` that does."
     from fastrepro.sweep import Sweep, load_sweep
     if sweep is not None:
-        s = sweep if isinstance(sweep, Sweep) else load_sweep(sweep)
+        try: s = sweep if isinstance(sweep, Sweep) else load_sweep(sweep)
+        except (OSError, ValueError) as e: raise ValueError(f"`sweep` must be a sweep folder or its sweep.json: {e}") from None
         if (no := _qualifies(s, m)) is not None: raise ValueError(f"`sweep` {s.name!r} cannot judge run {m['run_id']}: {no}")
         return s
     s, why = find_sweep(m, runs)
@@ -392,6 +420,15 @@ def _band_sweep(m:dict, runs:Path, sweep=None):
     seen = ''.join(f"\n  {k}: {v}" for k, v in why.items()) or ' (there are none)'
     raise ValueError(f"require='band' needs a seed sweep of run {m['run_id']}'s pipeline in {Path(runs)/'sweeps'}; the sweeps there:{seen}\n"
                      "run `seed_sweep` on this pipeline, or pass `sweep`")
+
+# %% ../nbs/14_reproduce.ipynb #d425cd65
+def _band_for(m:dict, runs:Path, sweep=None, metric:str=None, epochs:int=None) -> tuple:
+    "The sweep and metric that judge run `m` with require='band', checked before any compute: the sweep has the metric at the epoch judged."
+    metric, s = band_metric(m, metric), _band_sweep(m, runs, sweep)
+    n = len(m['results'].get('epochs') or [])
+    try: band_values(sweep_fits(s, m), metric, min(epochs or n, n) - 1)
+    except ValueError as e: raise ValueError(f"sweep {s.name!r} cannot judge run {m['run_id']}: {e}") from None
+    return s, metric
 
 # %% ../nbs/14_reproduce.ipynb #6566e138
 def reproduce(run, # a manifest's path
@@ -410,11 +447,14 @@ def reproduce(run, # a manifest's path
     if epochs is not None and (not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1): raise ValueError(f"`epochs` must be an int >= 1, got {epochs!r}")
     m = load_manifest(path := Path(run))
     if m['status'] != 'completed': raise ValueError(f"{path}: only a completed run can be reproduced; this one is {m['status']}")
-    if require == 'band': sweep, metric = _band_sweep(m, path.parent, sweep), band_metric(m, metric)
-    if env == 'locked':
-        pf = preflight(m, path.parent, repo, layers=('entry', 'code', 'data'))  # the cheap layers first: no venv for a run that cannot run
-        if pf.ok: python = _locked(m, path, lock, repo)
-    if env == 'current' or pf.ok: pf = preflight(m, path.parent, repo, python)
+    if require == 'band': sweep, metric = _band_for(m, path.parent, sweep, metric, epochs)
+    elif sweep is not None or metric is not None: raise ValueError("`sweep` and `metric` judge a band: pass them with require='band'")
+    if env == 'current': pf = preflight(m, path.parent, repo, python)
+    else:  # the cheap layers first: no lock or venv for a run that cannot run
+        pf = preflight(m, path.parent, repo, layers=('entry', 'code', 'data'))
+        if pf.ok:
+            python = _locked(m, path, lock, repo)
+            preflight(m, path.parent, repo, python, ('environment', 'hardware'), pf)
     r = Reproduction(m, path, require, pf, epochs, sweep, metric)
     r.seconds['preflight'] = r.preflight.seconds
     if r.preflight.ok: _rerun(r, path.parent, python, timeout)

@@ -451,10 +451,11 @@ def find_checkpoint(learn) -> tuple:
 OMITTABLE = ('opt', 'schedule', 'callbacks', 'rng')
 
 # %% ../nbs/11_resume.ipynb #479db4dc
-def _check_omit(omit) -> tuple:
-    "`omit` as a tuple of parts of `OMITTABLE`; a single name is allowed."
+def _check_omit(omit, name:str='omit') -> tuple:
+    "`omit` as a tuple of distinct parts of `OMITTABLE`; a single name is allowed. `name` is the parameter's, for the error."
     omit = (omit,) if isinstance(omit, str) else tuple(omit)
-    if bad := [o for o in omit if o not in OMITTABLE]: raise ValueError(f"`omit` takes parts of {OMITTABLE}, got {bad}")
+    if bad := [o for o in omit if o not in OMITTABLE]: raise ValueError(f"`{name}` takes parts of {OMITTABLE}, got {bad}")
+    if len(set(omit)) < len(omit): raise ValueError(f"`{name}` names a part twice: {list(omit)}")
     return omit
 
 # %% ../nbs/11_resume.ipynb #abac550f
@@ -731,7 +732,8 @@ def verify_resume(make_learner, # returns a fresh Learner with ReproCallback; ta
     "Run `fit` uninterrupted, and cut by SIGKILL then resumed, each in fresh processes; compare weights, optimizer and metrics bitwise."
     ats = (at,) if isinstance(at, int) else tuple(at)
     if not ats or any(not isinstance(a, int) or isinstance(a, bool) or a < 1 for a in ats): raise ValueError(f"`at` must be a positive int or a tuple of them, got {at!r}")
-    ReproCheckpoint(every=cut); omit, controls = _check_omit(omit), _check_omit(controls)  # bad input fails here, not in a child
+    ReproCheckpoint(every=cut); omit, controls = _check_omit(omit), _check_omit(controls, 'controls')  # bad input fails here, not in a child
+    if both := [c for c in controls if c in omit]: raise ValueError(f"`controls` {both} are left out of the resume already (`omit`): such a control is the resume itself")
     t0, kw = time.time(), dict(num_workers=num_workers, timeout=timeout)
     with fresh_tempdir('resume') as d, ThreadPoolExecutor(1) as pool:
         ref = pool.submit(_run_child, make_learner, fit, Path(d)/'reference', 'uninterrupted', **kw) if reference is None else None

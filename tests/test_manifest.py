@@ -49,7 +49,7 @@ def world(tmp_path_factory):
     from fastrepro.examples import digits_path
     root = tmp_path_factory.mktemp('manifests')
     repo, runs, data = root/'repo', root/'runs', root/'digits'
-    repo.mkdir(); shutil.copytree(digits_path(), data)
+    repo.mkdir(); shutil.copytree(digits_path(), data, ignore=shutil.ignore_patterns('models'))  # a Learner on the shared copy writes models/ there
     (repo/'train.py').write_text('lr = 1e-2\n')
     _git(repo, 'init', '-q'); _git(repo, 'add', '.')
     _git(repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'init')
