@@ -191,6 +191,9 @@ def _worktree(root:Path, m:dict, runs:Path, dest:Path) -> Path:
 # %% ../nbs/14_reproduce.ipynb #11b24d1e
 _NOT_INHERITED = ('FASTREPRO_RUNS', 'FASTREPRO_MLFLOW', 'FASTREPRO_DRILL_EPOCHS', 'FASTREPRO_DRILL_FIT', 'PYTEST_CURRENT_TEST', 'JPY_SESSION_NAME')
 
+# %% ../nbs/14_reproduce.ipynb #ec6f3151
+def _fit_position(m:dict) -> int: return (m.get('process') or {}).get('fit_position', 0)  # the n-th counted fit of its process
+
 # %% ../nbs/14_reproduce.ipynb #835b0591
 def rerun_env(m:dict, src:Path, runs:Path, epochs:int=None, environ=None) -> dict:
     "The environment of the rerun of `m` from the worktree `src`, writing its manifests to `runs`."
@@ -202,7 +205,7 @@ def rerun_env(m:dict, src:Path, runs:Path, epochs:int=None, environ=None) -> dic
     if (e := m['code'].get('entry') or {}).get('kind') == 'notebook': env['JPY_SESSION_NAME'] = str(src/e['path'])
     if epochs:
         from fastrepro.callback import DRILL_EPOCHS, DRILL_FIT  # fastai: the rerun imports it anyway
-        env.update({DRILL_EPOCHS: str(epochs), DRILL_FIT: str(m['process'].get('fit_position', 0))})
+        env.update({DRILL_EPOCHS: str(epochs), DRILL_FIT: str(_fit_position(m))})
     return env
 
 # %% ../nbs/14_reproduce.ipynb #5edbe3ed
@@ -220,7 +223,7 @@ def entry_command(e:dict, src:Path, python:str=None) -> list:
 def _child_manifests(runs:Path, pid:int) -> list:
     "The manifests process `pid` wrote to `runs`, in the order it started its fits."
     ms = [load_manifest(p, liveness_check=False) for p in runs.glob('*.json')] if runs.is_dir() else []
-    return sorted((m for m in ms if (m.get('process') or {}).get('pid') == pid), key=lambda m: m['process'].get('fit_position', 0))
+    return sorted((m for m in ms if (m.get('process') or {}).get('pid') == pid), key=_fit_position)
 
 # %% ../nbs/14_reproduce.ipynb #e240cfcc
 def _same_row(x:list, y:list) -> bool: return len(x) == len(y) and all(u == v or u != u and v != v for u, v in zip(x, y))  # NaN is NaN
@@ -262,18 +265,18 @@ def pipeline_differences(a:dict, b:dict) -> list:
 # %% ../nbs/14_reproduce.ipynb #cfab6b16
 def sweep_fits(s, m:dict) -> dict:
     "Seed -> the manifest of its fit at run `m`'s position in its process, for each completed seed of sweep `s` whose manifest is where it says."
-    pos, out = (m.get('process') or {}).get('fit_position', 0), {}
+    pos, out = _fit_position(m), {}
     for seed in s.completed:
         for p in s.runs[seed].get('manifests', []):
             try: f = load_manifest(p)
             except (OSError, ValueError): continue
-            if (f.get('process') or {}).get('fit_position', 0) == pos: out[seed] = f; break
+            if _fit_position(f) == pos: out[seed] = f; break
     return out
 
 def _qualifies(s, m:dict) -> str|None:
     "Why sweep `s` cannot judge run `m`, or None when it can."
     fits = sweep_fits(s, m)
-    if len(fits) < 2: return f"fewer than 2 completed seeds with a readable manifest of fit {(m.get('process') or {}).get('fit_position', 0)}"
+    if len(fits) < 2: return f"fewer than 2 completed seeds with a readable manifest of fit {_fit_position(m)}"
     if diff := pipeline_differences(next(iter(fits.values())), m): return 'another pipeline: ' + ', '.join(sorted({f for _, f, *_ in diff})[:4])
 
 # %% ../nbs/14_reproduce.ipynb #6c7c4c57
@@ -385,7 +388,7 @@ def rerun_diff(m:dict, new:dict) -> ManifestDiff:
 # %% ../nbs/14_reproduce.ipynb #5500fe16
 def _rerun(r:Reproduction, runs:Path, python=None, timeout=None):
     "Rerun `r`'s entry; the matching fit's verdict and the diff of its manifest with the record."
-    t0, pos = time.perf_counter(), r.m['process'].get('fit_position', 0)
+    t0, pos = time.perf_counter(), _fit_position(r.m)
     try: new = _run_entry(r, runs, python, timeout)
     except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e: r.error = f"{type(e).__name__}: {e}"; return
     finally: r.seconds['rerun'] = time.perf_counter() - t0
