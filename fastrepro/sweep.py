@@ -492,20 +492,30 @@ def plot(self:VarianceSources, ax=None):
     ax.set(xlabel=f'share of the variance of {self.metric} (all purposes = 1)'); ax.invert_yaxis()
     return ax
 
+# %% ../nbs/09_sweep.ipynb #06e0ea3f
+def _sweep_alone(make_learner, fit, seeds, src, base_seed, name, everything, kw) -> Sweep:
+    "`seed_sweep` varying `src` alone, started with `everything`'s run of `base_seed`: there every purpose is at `base_seed` too."
+    kw = dict(kw); resume = kw.pop('resume', False)
+    base, folder = everything.runs.get(base_seed, {}), runs_dir(kw.get('runs'))/'sweeps'/name
+    if base.get('status') == 'completed' and not (folder/'sweep.json').exists():
+        Sweep(name, check_seeds(seeds), {base_seed: dict(base)}, path=folder, threads=kw.get('threads', 1), vary=(src,),
+              base_seed=base_seed).save()
+        resume = True  # seed_sweep trains the other seeds
+    return seed_sweep(make_learner, fit, seeds, vary=(src,), base_seed=base_seed, name=name, resume=resume, **kw)
+
 # %% ../nbs/09_sweep.ipynb #0bbe2375
 def variance_sources(make_learner, fit, # as for `seed_sweep`
                      seeds=range(8), # the seeds of every sweep
                      sources:tuple=SOURCES, # purposes to vary one at a time
                      metric:str='accuracy', # the final metric whose variance is split
                      base_seed:int=0, # the seed of the purposes held fixed
-                     name:str=None, # the sweeps go to `<runs>/sweeps/<name>/<source>` and `.../all`
+                     name:str=None, # the sweeps go to `<runs>/sweeps/<name>/all` and `.../<source>`
                      level:float=0.95, # of the intervals
                      **sweep_kwargs) -> VarianceSources: # `executor`, `max_workers`, `runs`, `resume`, ...
-    "Sweep `seeds` varying each of `sources` alone, then all purposes; each source's share of the variance of `metric`."
+    "Sweep `seeds` varying all purposes, then each of `sources` alone; each source's share of the variance of `metric`."
     sources = check_vary(sources)
     if sources is None: raise ValueError("variance_sources: `sources` must name the purposes to take apart, e.g. SOURCES")
     name = name or time.strftime('sources-%Y%m%dT%H%M%S')
-    alone = {src: seed_sweep(make_learner, fit, seeds, vary=(src,), base_seed=base_seed, name=f'{name}/{src}', **sweep_kwargs)
-             for src in sources}
     everything = seed_sweep(make_learner, fit, seeds, name=f'{name}/all', **sweep_kwargs)
+    alone = {src: _sweep_alone(make_learner, fit, seeds, src, base_seed, f'{name}/{src}', everything, sweep_kwargs) for src in sources}
     return VarianceSources(metric, alone, everything, level)

@@ -6,6 +6,12 @@ itself, as a real subprocess, is checked once, in `tests/test_diverge.py::test_c
 """
 import contextlib, io, os, subprocess
 
+# Seconds after which a subprocess that should end is taken as hung, and its test fails. A guard against hangs, never a
+# measure of speed: on a loaded day CI's two cores ran 1.8 times slower than on a quiet one, and healthy launches that a
+# 120 s guard allowed came within 13 s of it (a 2-rank torchrun refusal: 107 s), so the guard is generous. A hang costs
+# this long once; a healthy run never waits on it.
+HANG_S = 600
+
 def run_cli(*args, env:dict=None) -> subprocess.CompletedProcess:
     "`fastrepro ARGS` with the variables `env` set meanwhile: its exit code, standard output and standard error."
     from fastrepro.cli import main

@@ -4,6 +4,7 @@ import json, subprocess, sys
 import pytest
 from fastrepro.manifest import new_manifest, finish_manifest, write_manifest
 from fastrepro.sweep import Sweep
+from helpers import HANG_S
 
 PROBE = """import sys
 from fastrepro.cli import main
@@ -14,7 +15,7 @@ sys.exit(rc)"""
 
 def probe(*args):
     "Run the CLI in a fresh interpreter; its exit code, stderr, and which of torch and fastai it imported."
-    r = subprocess.run([sys.executable, '-c', PROBE, *map(str, args)], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, '-c', PROBE, *map(str, args)], capture_output=True, text=True, timeout=HANG_S)
     return r.returncode, r.stderr, r.stdout.strip().splitlines()[-1]
 
 @pytest.fixture(scope='module')

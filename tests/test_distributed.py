@@ -11,13 +11,14 @@ from fastrepro.learner import repro_learner
 from fastrepro.examples import digits_path, digits_dblock, digits_cnn
 from fastrepro.manifest import load_manifest, diff_manifests
 from fastrepro.sweep import seed_sweep
+from helpers import HANG_S
 
 pytestmark = pytest.mark.slow
 JOB = Path(__file__).with_name('dist_job.py')
 TORCHRUN = [str(Path(sys.executable).with_name('torchrun')), '--standalone', '--nproc_per_node=2']
 TOKEN = 'ghp_' + 'x' * 36  # a GitHub-style token: must never reach a manifest
 
-def launch(folder:Path, name:str, *args, nproc=2, env=None, timeout=300):
+def launch(folder:Path, name:str, *args, nproc=2, env=None, timeout=HANG_S):
     """Run the job under torchrun (or alone, `nproc=1`); return the completed process, each rank's result and the seconds taken.
     A launch that runs past `timeout` fails the test, and leaves nothing running: torchrun starts each rank in a session of
     its own, so the ranks and their loader workers are killed one by one, not through torchrun's process group."""
@@ -89,7 +90,7 @@ def test_rank_disagreement_fails_before_training_on_every_rank(tmp_path):
     img = data/'train'/'3'/'0003.png'
     px = Image.open(img); px.putpixel((0, 0), 255 - px.getpixel((0, 0))); px.save(img)  # one pixel of one image
     # one launch for both (each field is computed on its own): rank 1 has another seed, and reads the changed image
-    p, ranks, _ = launch(tmp_path, 'mismatch', '--rank1-seed', '7', '--rank1-data', str(data), timeout=120)  # a hang fails here
+    p, ranks, _ = launch(tmp_path, 'mismatch', '--rank1-seed', '7', '--rank1-data', str(data))  # a hang fails here
     assert p.returncode != 0
     for r in ranks:
         assert r['error'].startswith('RankMismatch') and 'disagree before fit 0, so nothing was trained' in r['error'], r
@@ -97,11 +98,11 @@ def test_rank_disagreement_fails_before_training_on_every_rank(tmp_path):
     assert ranks[0]['error'] == ranks[1]['error']
     assert not list((tmp_path/'mismatch-runs').glob('*.json'))  # nothing trained, so no manifest
     # the changed image alone is caught too: the same seed, so the data field is the only difference
-    p, ranks, _ = launch(tmp_path, 'image', '--rank1-data', str(data), '--epochs', '1', timeout=120)
+    p, ranks, _ = launch(tmp_path, 'image', '--rank1-data', str(data), '--epochs', '1')
     assert p.returncode != 0 and all(r['error'].split('trained: ')[1].startswith('data: rank 0 has ') and '; ' not in r['error'].split('trained: ')[1] for r in ranks), ranks
 
 def test_lr_find_inside_distrib_ctx_is_refused_instead_of_hanging(tmp_path):
-    p, ranks, _ = launch(tmp_path, 'lr_find', '--inside', 'lr_find', '--epochs', '1', timeout=120)  # a hang fails here
+    p, ranks, _ = launch(tmp_path, 'lr_find', '--inside', 'lr_find', '--epochs', '1')  # a hang fails here
     assert p.returncode != 0
     assert all('`lr_find` inside `distrib_ctx` hangs in fastai 2.8' in r['error'] for r in ranks), ranks
 

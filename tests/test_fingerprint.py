@@ -1,6 +1,7 @@
 "The per-file hash cache under concurrent processes, and fingerprints against an independent sha256."
 import hashlib, json, os, sqlite3, subprocess, sys
 from pathlib import Path
+from helpers import HANG_S
 
 FP = "import json, sys; from fastrepro.fingerprint import fingerprint_folder; print(json.dumps(fingerprint_folder(sys.argv[1])))"
 
@@ -25,7 +26,7 @@ def test_concurrent_processes_share_the_cache(tmp_path):
                               text=True, env=env) for _ in range(8)]
     outs = []
     for p in procs:
-        out, err = p.communicate(timeout=300)
+        out, err = p.communicate(timeout=HANG_S)
         assert p.returncode == 0, err[-2000:]
         outs.append(json.loads(out))
     assert all(o == _expected(data) for o in outs)

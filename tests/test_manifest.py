@@ -2,7 +2,7 @@
 import json, os, queue, shutil, signal, subprocess, sys, threading, time
 from pathlib import Path
 import pytest
-from helpers import run_cli
+from helpers import HANG_S, run_cli
 
 JOB = Path(__file__).parent/'manifest_job.py'
 SECRETS = {'MY_API_TOKEN': 'tok-3f9a8b7c6d5e4f3a2b1c', 'SERVICE_KEY': 'k3y-value-0123456789', 'DB_SECRET_SALT': 'saltsaltsalt-42',
@@ -171,7 +171,7 @@ def test_interrupted_fit_is_recorded_as_cancelled(tmp_path):
     assert list(runs.glob('*.json')), 'the fit never started: ' + p.communicate()[1][-2000:]
     time.sleep(2)  # some epochs in
     p.send_signal(signal.SIGINT)
-    try: _, err = p.communicate(timeout=120)
+    try: _, err = p.communicate(timeout=HANG_S)
     finally: p.kill()  # never leave a fit running for the rest of the suite
     assert p.returncode != 0 and 'KeyboardInterrupt' in err, err[-2000:]
     [f] = runs.glob('*.json')

@@ -17,7 +17,7 @@ from fastrepro.mlflow import (MLflowReproCallback, RUN_STATUS, MANIFEST_ARTIFACT
 sys.path.insert(0, str(Path(__file__).parent))
 import apps
 from apps import APPS
-from helpers import run_cli
+from helpers import HANG_S, run_cli
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -30,22 +30,26 @@ class Server:
     def __init__(self, root:Path, port:int=None):
         self.root, self.port = root, port or _free_port()
         self.uri = f'http://127.0.0.1:{self.port}'
-    def start(self, timeout=90):
+    def start(self, timeout=HANG_S):
+        "Start it and wait until it answers `/health`. A server that exits fails at once; one that neither answers nor exits is hung."
+        # It imports MLflow's app before it listens. In the loaded CI run of stop 31 one was still starting when the 90 s this
+        # once allowed ran out (its log: 75 s from creating its tables to listening), and failed a test that had nothing wrong.
         self.proc = subprocess.Popen([str(BIN/'mlflow'), 'server', '--backend-store-uri', f'sqlite:///{self.root}/server.db',
                                       '--artifacts-destination', str(self.root/'artifacts'), '--host', '127.0.0.1',
                                       '--port', str(self.port), '--workers', '1'],
                                      stdout=subprocess.DEVNULL, stderr=open(self.root/'server.log', 'ab'), start_new_session=True)
         t0 = time.time()
-        while time.time() - t0 < timeout:
+        while time.time() - t0 < timeout and self.proc.poll() is None:
             try:
                 with urllib.request.urlopen(self.uri + '/health', timeout=2) as r:
                     if r.status == 200: return self
             except OSError: time.sleep(0.5)
-        self.stop(); raise RuntimeError(f"mlflow server did not start: {(self.root/'server.log').read_text()[-2000:]}")
+        why = f'exited with {self.proc.returncode}' if self.proc.poll() is not None else f'did not answer within {timeout} s'
+        self.stop(); raise RuntimeError(f"mlflow server {why}: {(self.root/'server.log').read_text()[-2000:]}")
     def stop(self, sig=signal.SIGTERM):
         try: os.killpg(self.proc.pid, sig)
         except ProcessLookupError: pass
-        self.proc.wait(30)
+        self.proc.wait(HANG_S)  # a guard against a hang, as in `start`
 
 @pytest.fixture(scope='module')
 def server(tmp_path_factory):

@@ -1,5 +1,6 @@
 """MLflow and Accelerate are optional extras: without them the core imports and works, and what needs them says how to install them."""
 import subprocess, sys, textwrap
+from helpers import HANG_S
 
 def test_the_core_works_without_mlflow():
     code = textwrap.dedent('''
@@ -13,7 +14,7 @@ def test_the_core_works_without_mlflow():
         except ImportError as e: print('module:', e)
         print('cli exit', main(['show', 'runs:/0123']))
     ''')
-    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stderr
     hint = "fastrepro.mlflow needs MLflow: pip install 'fastrepro[mlflow]'"
     assert f'load: {hint}' in r.stdout and f'module: {hint}' in r.stdout
@@ -32,7 +33,7 @@ def test_the_core_works_without_accelerate():
         try: import fastrepro.distributed
         except ImportError as e: print('module:', e)
     ''')
-    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stderr
     assert 'imported []' in r.stdout and 'mlflow imported: False' in r.stdout
     assert "module: fastrepro.distributed needs Accelerate, on which fastai's distrib_ctx runs: pip install 'fastrepro[distributed]'" in r.stdout
