@@ -269,8 +269,15 @@ def reseed_dls(dls, seed:int, fit=0):
         else: ks.pin(fit)
     return dls
 
+# %% ../nbs/01_data.ipynb #3c39b00a
+def _unwrap_loader(dl):
+    "The loader a distributed loader wraps (fastai's `DistributedDL` keeps it as `dl.dl`); else `dl`."
+    inner = getattr(dl, 'dl', None)
+    return inner if isinstance(inner, DataLoader) else dl
+
 # %% ../nbs/01_data.ipynb #197e1bfc
-def _streams(dls): return [ks for dl in dls.loaders if (ks := getattr(dl, 'repro_streams', None)) is not None]
+def _streams(dls):  # through the wrappers `distrib_ctx` puts in `dls.loaders`
+    return [ks for dl in dls.loaders if (ks := getattr(_unwrap_loader(dl), 'repro_streams', None)) is not None]
 
 def set_epoch(dls, epoch:int):
     "Point the pinned streams of every loader of `dls` at `epoch`."
@@ -281,12 +288,6 @@ def set_epoch(dls, epoch:int):
 def release_dls(dls):
     "Free the streams of every loader of `dls`: each later pass outside a fit gets its own keys."
     for ks in _streams(dls): ks.release()
-
-# %% ../nbs/01_data.ipynb #3c39b00a
-def _unwrap_loader(dl):
-    "The loader a distributed loader wraps (fastai's `DistributedDL` keeps it as `dl.dl`); else `dl`."
-    inner = getattr(dl, 'dl', None)
-    return inner if isinstance(inner, DataLoader) else dl
 
 # %% ../nbs/01_data.ipynb #afaf25f8
 def loader_keying(dls) -> list:

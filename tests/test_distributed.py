@@ -111,22 +111,24 @@ def _steps(ranks):
     return [sorted(map(tuple, sum((r['batches'][s]['items'] for r in ranks), []))) for s in range(len(ranks[0]['batches']))]
 
 def test_world_size_invariance_of_the_data(tmp_path):
-    "Global step s holds the same (index, augmented bytes) pairs from 1 process at bs=64 as from 2 processes at bs=32."
-    args = ('--no-batch-aug', '--epochs', '1', '--log-steps', '1000', '--save-weights')
-    one = _steps(ok(launch(tmp_path, 'one', '--bs', '64', *args, nproc=1)))
-    two = _steps(ok(launch(tmp_path, 'two', '--bs', '32', *args)))
-    assert len(one) == len(two) == 1438 // 64 and all(len(s) == 64 for s in one)
+    """Global step s of each of two epochs holds the same (index, augmented bytes) pairs from 1 process at bs=64 as from 2
+    processes at bs=32, and the second epoch is shuffled and augmented anew (under torchrun it once repeated the first)."""
+    args, n = ('--no-batch-aug', '--log-steps', '1000', '--save-weights'), 1438 // 64
+    one = _steps(ok(launch(tmp_path, 'one', '--bs', '64', '--epochs', '2', *args, nproc=1)))
+    two = _steps(ok(launch(tmp_path, 'two', '--bs', '32', '--epochs', '2', *args)))
+    assert len(one) == len(two) == 2 * n and all(len(s) == 64 for s in one)
     assert one == two
+    assert all(a != b for a, b in zip(one[:n], one[n:]))  # each step of epoch 1 differs from that step of epoch 0
     # negative control: fastai's own sharding (contiguous halves of the order) puts other items in each global step
-    fastai_layout = _steps(ok(launch(tmp_path, 'fastai', '--bs', '32', '--fastai-sharding', *args)))
-    assert sum(a != b for a, b in zip(one, fastai_layout)) == len(one)
-    # the weights after one epoch are close, not equal: reduction order and per-rank BatchNorm statistics differ
+    fastai_layout = _steps(ok(launch(tmp_path, 'fastai', '--bs', '32', '--epochs', '1', '--fastai-sharding', *args)))
+    assert sum(a != b for a, b in zip(one[:n], fastai_layout)) == n
+    # the weights after two epochs are close, not equal: reduction order and per-rank BatchNorm statistics differ
     # (and dropout masks: the batch streams are keyed by rank)
     w1, w2 = torch.load(tmp_path/'one.pt'), torch.load(tmp_path/'two.pt')
     def delta(keys): return max((w1[k].float() - w2[k].float()).abs().max().item() for k in keys)
     params = [k for k in w1 if not k.endswith(('running_mean', 'running_var', 'num_batches_tracked'))]
     d_params, d_stats = delta(params), delta(set(w1) - set(params))
-    print(f"max |dw| after one epoch, 1 process at bs=64 vs 2 at bs=32: parameters {d_params:.3g}, BatchNorm statistics {d_stats:.3g}")
+    print(f"max |dw| after two epochs, 1 process at bs=64 vs 2 at bs=32: parameters {d_params:.3g}, BatchNorm statistics {d_stats:.3g}")
     assert 0 < d_params < 1 and d_stats > 0
 
 def make_learner(seed): return repro_learner(digits_dblock(), digits_path(), seed=seed, model=digits_cnn, bs=64, num_workers=0, metrics=accuracy)
