@@ -15,7 +15,7 @@ from fastcore.script import call_parse
 from fastai.vision.all import (DataBlock, ImageBlock, CategoryBlock, get_image_files, parent_label, GrandparentSplitter,
                                Resize, RandomCrop, aug_transforms, ConvLayer, Flatten, Learner, accuracy, L)
 import fastai.torch_core
-from .seed import check_seed
+from .seed import check_seed, check_count
 
 # %% auto #0
 __all__ = ['TABULAR_SETS', 'data_dir', 'digits_path', 'every_nth_image', 'digits_dblock', 'digits_cnn', 'tabular_frame',
@@ -55,14 +55,14 @@ def digits_path(path=None) -> Path:
 # %% ../nbs/05_examples.ipynb #452f8665
 def every_nth_image(path, n:int=1) -> L:
     "Every `n`-th image file under `path`, by sorted path (the folder walk's order differs between file systems): a quick sample of a dataset."
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1: raise ValueError(f"`n` must be an int >= 1, got {n!r}")
+    n = check_count(n, 'n')
     return L(sorted(get_image_files(path)))[::n]
 
 def digits_dblock(size:int=16, # side of the random crop fed to the model
                   augment:bool=True, # add `aug_transforms` as batch transforms
                   every:int=1): # keep every n-th image file: a sample, for checks where bit identity and not learning is the point
     "A DataBlock for `digits_path()`: labels from folders, split by `train`/`valid`, random crops and augmentation."
-    if not isinstance(every, int) or isinstance(every, bool) or every < 1: raise ValueError(f"`every` must be an int >= 1, got {every!r}")  # not in a loader
+    check_count(every, 'every')  # here, not later in a loader
     return DataBlock(blocks=(ImageBlock, CategoryBlock), get_items=get_image_files if every == 1 else partial(every_nth_image, n=every),
                      get_y=parent_label, splitter=GrandparentSplitter(train_name='train', valid_name='valid'),
                      item_tfms=[Resize(size + 4), RandomCrop(size)],

@@ -447,7 +447,8 @@ def reproduce(run, # a manifest's path
     "Preflight every layer the run `run` records, rerun its entry at the recorded code in a fresh process, and compare."
     if require not in ('bitwise', 'band'): raise ValueError(f"`require` must be 'bitwise' or 'band', got {require!r}")
     if env not in ('current', 'locked'): raise ValueError(f"`env` must be 'current' or 'locked', got {env!r}")
-    if epochs is not None and (not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1): raise ValueError(f"`epochs` must be an int >= 1, got {epochs!r}")
+    from fastrepro.seed import check_count  # in here: it imports torch, which this module does not need to import
+    if epochs is not None: check_count(epochs, 'epochs')
     m = load_manifest(path := Path(run))
     if m['status'] != 'completed': raise ValueError(f"{path}: only a completed run can be reproduced; this one is {m['status']}")
     if require == 'band': sweep, metric = _band_for(m, path.parent, sweep, metric, epochs)
@@ -598,7 +599,8 @@ def drill(runs, # the runs folder
           show_progress:bool=True) -> Drill:
     "Reproduce `sample` completed runs of `runs`, chosen at random over their ages, within `budget`; log each verdict."
     from fastprogress.fastprogress import progress_bar
-    if not isinstance(sample, int) or isinstance(sample, bool) or sample < 1: raise ValueError(f"`sample` must be an int >= 1, got {sample!r}")
+    from fastrepro.seed import check_count
+    check_count(sample, 'sample')
     if not Path(runs).is_dir(): raise NotADirectoryError(f"`runs` is not a folder: {runs}")
     if env not in ('current', 'locked'): raise ValueError(f"`env` must be 'current' or 'locked', got {env!r}")
     budget = None if budget is None else parse_duration(budget, 'budget')

@@ -13,10 +13,10 @@ import numpy as np, torch
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['KEY_SCHEME', 'PURPOSES', 'DETERMINISTIC_MODES', 'CUBLAS_VALID', 'check_seed', 'key', 'check_purpose_seeds',
-           'purpose_seeds', 'active_purpose_seeds', 'seed_generators', 'seed_all', 'rng_states', 'set_rng_states',
-           'check_deterministic', 'SeedRecord', 'set_seed', 'env_var', 'strict_hint', 'NondeterminismWarning',
-           'NondeterministicOps']
+__all__ = ['KEY_SCHEME', 'PURPOSES', 'DETERMINISTIC_MODES', 'CUBLAS_VALID', 'check_seed', 'check_count', 'key',
+           'check_purpose_seeds', 'purpose_seeds', 'active_purpose_seeds', 'seed_generators', 'seed_all', 'rng_states',
+           'set_rng_states', 'check_deterministic', 'SeedRecord', 'set_seed', 'env_var', 'strict_hint',
+           'NondeterminismWarning', 'NondeterministicOps']
 
 # %% ../nbs/00_seed.ipynb #285ba4cb
 def check_seed(seed, name='seed', caller=None):
@@ -26,6 +26,12 @@ def check_seed(seed, name='seed', caller=None):
         raise TypeError(f"{where}the seed `{name}` must be an int in [0, 2**32), got {type(seed).__name__} {seed!r}")
     if not 0 <= seed < 2**32: raise ValueError(f"{where}the seed `{name}` must be an int in [0, 2**32), got {seed}")
     return int(seed)
+
+# %% ../nbs/00_seed.ipynb #a0feb997
+def check_count(x, name:str, caller:str=None) -> int:
+    "Return `x` if it is an int >= 1 (a count: epochs, threads, a sample size), else raise a `ValueError` that names `caller` and the parameter `name`."
+    if isinstance(x, int) and not isinstance(x, bool) and x >= 1: return x
+    raise ValueError(f"{f'{caller}: ' if caller else ''}`{name}` must be an int >= 1, got {x!r}")
 
 # %% ../nbs/00_seed.ipynb #16eea1d3
 KEY_SCHEME = 1  # bump when `key`'s encoding changes: manifests record it, so old runs stay explainable

@@ -220,8 +220,8 @@ def seed_sweep(make_learner, # `make_learner(seed)` returns a Learner, e.g. `rep
                timeout:float=None, # seconds per seed
                show_progress:bool=True) -> Sweep:
     "Train `fit(make_learner(seed))` for every seed in fresh processes; save and return the `Sweep`."
-    from fastrepro.seed import check_seed
-    seeds, threads, vary = check_seeds(seeds), _check_threads(threads), check_vary(vary)
+    from fastrepro.seed import check_seed, check_count
+    seeds, threads, vary = check_seeds(seeds), check_count(threads, 'threads', 'seed_sweep'), check_vary(vary)
     name = name or time.strftime('sweep-%Y%m%dT%H%M%S')
     folder = runs_dir(runs)/'sweeps'/name
     sweep = _open(folder, Sweep(name, seeds, path=folder, threads=threads, vary=vary,
@@ -233,11 +233,6 @@ def seed_sweep(make_learner, # `make_learner(seed)` returns a Learner, e.g. `rep
         if executor is None: pool.shutdown(cancel_futures=True)
     sweep.save()
     return sweep
-
-# %% ../nbs/09_sweep.ipynb #9284545b
-def _check_threads(threads):
-    if isinstance(threads, int) and not isinstance(threads, bool) and threads >= 1: return threads
-    raise ValueError(f"seed_sweep: `threads` must be an int >= 1, got {threads!r}")
 
 # %% ../nbs/09_sweep.ipynb #630d0a01
 @patch

@@ -45,8 +45,9 @@ nb_rc=$?
 set -e
 echo "== nbdev-test (exit $nb_rc)"
 cat "$nb_log"
-# CPU-seconds of everything the suite ran, children included. The wall clock of the same commit varies by about 40 s
-# from run to run on these 2 cores; the work done is the other figure to compare runs by.
+# CPU-seconds of everything the suite ran, children included: the other figure to compare runs by. Both figures follow
+# the machine's speed, which changes from hour to hour (the same work: 1898 and 3128 CPU-s in two runs of one morning),
+# so compare runs made close together.
 times > "$nb_log.times"
 echo "-- CPU time of the suite (user, system): $(tail -1 "$nb_log.times")"
 rm -f "$nb_log.times"
