@@ -463,13 +463,13 @@ def owners(names, parts:int) -> dict:
     return out
 
 def matrix(names, part:int=0, parts:int=1) -> dict:
-    """Part `part` of `parts` of the contract matrix. Every part trains every app's plain fit (`app/w0`), so two parts in
-    two processes show fresh-process identity; each app's other `flows` are trained by its own part only (`owners`)."""
+    """Part `part` of `parts` of the contract matrix. Each app's `flows` are trained by its own part (`owners`), and its
+    plain fit (`app/w0`) by another part, so every flow is compared with a plain fit made in another fresh process."""
     out, own = {}, owners(names, parts)
     for n in names:
         t = time.time()
-        out[f'{n}/w0'] = run_app(n, 0)
         if own[n] == part: out.update({k: f() for k, f in flows(n).items()})
+        if own[n] != part or parts == 1: out[f'{n}/w0'] = run_app(n, 0)
         print(f"{n}: {time.time() - t:.1f} s", file=sys.stderr)
     return out
 

@@ -37,7 +37,10 @@ class Server:
         self.proc = subprocess.Popen([str(BIN/'mlflow'), 'server', '--backend-store-uri', f'sqlite:///{self.root}/server.db',
                                       '--artifacts-destination', str(self.root/'artifacts'), '--host', '127.0.0.1',
                                       '--port', str(self.port), '--workers', '1'],
-                                     stdout=subprocess.DEVNULL, stderr=open(self.root/'server.log', 'ab'), start_new_session=True)
+                                     stdout=subprocess.DEVNULL, stderr=open(self.root/'server.log', 'ab'), start_new_session=True,
+                                     # without MLflow's job runner: 3 to 7 huey consumer processes, each importing MLflow
+                                     # (about 4 CPU-s), for server jobs no test uses
+                                     env={**os.environ, 'MLFLOW_SERVER_ENABLE_JOB_EXECUTION': 'false'})
         t0 = time.time()
         while time.time() - t0 < timeout and self.proc.poll() is None:
             try:
