@@ -10,6 +10,7 @@ from .manifest import *
 from .sweep import *
 from .resume import *
 from .diverge import *
-from . import seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep, resume, diverge
+from .elastic import *
+from . import seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep, resume, diverge, elastic
 
-__all__ = [n for m in (seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep, resume, diverge) for n in m.__all__]
+__all__ = [n for m in (seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep, resume, diverge, elastic) for n in m.__all__]

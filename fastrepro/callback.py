@@ -14,6 +14,7 @@ from fastai.callback.schedule import LRFinder
 from fastai.data.load import DataLoader
 from .seed import check_seed, check_deterministic, key, set_seed, rng_states, set_rng_states, NondeterministicOps
 from .data import reseed_dls, set_epoch, release_dls, keyed_loader
+from .elastic import ElasticStep, check_shards
 from .manifest import start_fit_manifest, end_fit_manifest, record_progress, recorded_epochs, finish_manifest, write_manifest
 
 # %% auto #0
@@ -33,11 +34,13 @@ class ReproCallback(Callback):
                  rebuild:str='reseed', # 'reseed' rekeys the loaders; 'full' rebuilds them from the DataBlock
                  deterministic=None, # `set_seed`'s mode; None: `learn.repro_deterministic`, else 'warn'
                  manifest:bool=True, # write a run manifest for every fit (see `fastrepro.manifest`)
-                 runs_dir=None): # where manifests go: None is `$FASTREPRO_RUNS`, else `./runs`
+                 runs_dir=None, # where manifests go: None is `$FASTREPRO_RUNS`, else `./runs`
+                 shards:int=None): # the elastic mode: k shards per global batch, the same bits on any W dividing k (`fastrepro.elastic`)
         if seed is not None: check_seed(seed, caller='ReproCallback')
+        if shards is not None: check_shards(shards)
         if rebuild not in REBUILD_MODES: raise ValueError(f"`rebuild` must be one of {REBUILD_MODES}, got {rebuild!r}")
         if deterministic is not None: check_deterministic(deterministic)
-        self.seed, self.rebuild, self.deterministic, self.manifest, self.runs_dir = seed, rebuild, deterministic, manifest, runs_dir
+        self.seed, self.rebuild, self.deterministic, self.manifest, self.runs_dir, self.shards = seed, rebuild, deterministic, manifest, runs_dir, shards
         self.active, self.m, self.ops, self.group = False, None, None, None
 
 # %% ../nbs/02_callback.ipynb #a3516619
@@ -62,6 +65,7 @@ def before_fit(self:ReproCallback):
     self.learn.repro_record = set_seed(key(self.fit_seed, 'fit', fit), reproducible=True, deterministic=self._resolve('deterministic', 'warn'))
     reseed_dls(self.dls, self.fit_seed, fit)
     self._join(fit)
+    if self.shards and not any(isinstance(cb, ElasticStep) for cb in self.learn.cbs): self.learn.add_cb(ElasticStep(self.shards))  # it starts at the first epoch
     self.learn._with_events = _FailedFitGuard(self)
     if self.kind == 'fit': _AfterAll.add(self)
 

@@ -17,12 +17,13 @@ from fastcore.xtras import ReindexCollection
 from fastai.data.block import DataBlock
 from fastai.data.load import DataLoader
 from fastai.data.core import Pipeline
+from fastai.torch_core import find_bs
 from .seed import _key, check_seed, seed_all, seed_generators, rng_states, set_rng_states
 
 # %% auto #0
-__all__ = ['StreamKeys', 'KeyedPipeline', 'KeyedStreams', 'reset_orders', 'KeyedDataset', 'KeyedSampler', 'KeyedTorchLoader',
-           'UnkeyedLoaderWarning', 'keyed_loader', 'reseed_dls', 'set_epoch', 'release_dls', 'loader_keying',
-           'SortedItems', 'sorted_dblock', 'DataRecipe']
+__all__ = ['StreamKeys', 'cut_batch', 'join_batch', 'KeyedPipeline', 'KeyedStreams', 'reset_orders', 'KeyedDataset',
+           'KeyedSampler', 'KeyedTorchLoader', 'UnkeyedLoaderWarning', 'keyed_loader', 'reseed_dls', 'set_epoch',
+           'release_dls', 'loader_keying', 'SortedItems', 'sorted_dblock', 'DataRecipe']
 
 # %% ../nbs/01_data.ipynb #416adcce
 class StreamKeys:
@@ -32,6 +33,7 @@ class StreamKeys:
         self.fit, self.epoch, self.batch, self.free_iter, self._held = None, 0, 0, None, None
         self.skip, self.skipped = None, 0  # a resume's pending skip, (epoch, batches), and what this pass skipped
         self.rank = None  # set for a pass a distributed loader makes on one rank (fastrepro.distributed)
+        self.shard_size = None  # set by the elastic mode for the loader it trains on (fastrepro.elastic)
 
     @property
     def pinned(self): return self.fit is not None
@@ -94,16 +96,46 @@ def give_back(self:StreamKeys):
     "Put back the generator states held since the last `give_back`."
     if self._held is not None: set_rng_states(self._held); self._held = None
 
+# %% ../nbs/01_data.ipynb #f2024c59
+def cut_batch(b, n:int) -> list:
+    "The batch `b` (a tensor, or a tuple or list of them) cut along its first dimension into pieces of `n` items."
+    if isinstance(b, (tuple, list)): return [type(b)(p) for p in zip(*[cut_batch(x, n) for x in b])]
+    return list(b.split(n))
+
+def join_batch(pieces:list):
+    "The inverse of `cut_batch`: the pieces' tensors concatenated along their first dimension."
+    if isinstance(pieces[0], (tuple, list)): return type(pieces[0])(join_batch(list(p)) for p in zip(*pieces))
+    return torch.cat(pieces)
+
+def _tensors(b) -> bool: return isinstance(b, torch.Tensor) or (isinstance(b, (tuple, list)) and len(b) > 0 and all(map(_tensors, b)))
+
+# %% ../nbs/01_data.ipynb #84233b59
+@patch
+def keyed_batch(self:StreamKeys, b, f):
+    "`f(b)` (a loader's `after_batch`) under the batch's key; with `shard_size` set, shard by shard, each under (batch, global shard)."
+    ss = getattr(self, 'shard_size', None)  # streams pickled by an older fastrepro have none
+    if ss is None or not _tensors(b):  # a tabular batch is a frame until its `after_batch` reads it (drawing nothing)
+        self.next_batch()
+        try: return f(b)
+        finally: self.give_back()
+    n, batch = find_bs(b), self.batch
+    if n % ss: raise ValueError(f"elastic mode: a training batch of {n} items does not cut into shards of {ss}; every training batch must be whole (drop_last=True)")
+    first, self.batch = (getattr(self, 'rank', None) or 0) * (n // ss), batch + 1  # a rank holds a contiguous block of the global batch
+    out = []
+    try:
+        for i, piece in enumerate(cut_batch(b, ss)):
+            self.seed_stream('batch', batch, 'shard', first + i)
+            out.append(f(piece))
+    finally: self.give_back()
+    return join_batch(out)
+
 # %% ../nbs/01_data.ipynb #d37e3bb3
 class KeyedPipeline(Pipeline):
     "A loader's `after_batch`: seeds the batch's stream before its transforms, and outside fits gives the generators back after them."
     def __init__(self, pipe:Pipeline, streams:StreamKeys):
         super().__init__(list(pipe.fs), split_idx=pipe.split_idx)
         self.streams = streams
-    def __call__(self, b):
-        self.streams.next_batch()
-        try: return super().__call__(b)
-        finally: self.streams.give_back()
+    def __call__(self, b): return self.streams.keyed_batch(b, super().__call__)
     def __repr__(self): return 'Keyed' + super().__repr__()
 
 # %% ../nbs/01_data.ipynb #8dae2ae8
@@ -143,9 +175,7 @@ def create_item(self:KeyedStreams, s):
 @patch
 def after_batch(self:KeyedStreams, b):
     "Used instead of `KeyedPipeline` for loaders whose `after_batch` is a plain function."
-    self.next_batch()
-    try: return self._after_batch(b)
-    finally: self.give_back()
+    return self.keyed_batch(b, self._after_batch)
 
 # %% ../nbs/01_data.ipynb #ad562772
 @patch

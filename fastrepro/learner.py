@@ -12,13 +12,15 @@ from fastai.vision.learner import vision_learner
 from .seed import _key, check_seed, check_deterministic, seed_all
 from .data import DataRecipe, reseed_dls
 from .callback import ReproCallback
+from .elastic import check_shards
 
 # %% auto #0
 __all__ = ['repro_learner']
 
 # %% ../nbs/03_learner.ipynb #18919392
-def _check_learner_args(seed, deterministic, learner_fn, arch, model):
+def _check_learner_args(seed, deterministic, learner_fn, arch, model, shards=None):
     check_seed(seed, caller='repro_learner'); check_deterministic(deterministic)
+    if shards is not None: check_shards(shards, 'repro_learner')
     if learner_fn is None and (arch is None) == (model is None):
         raise ValueError("repro_learner needs exactly one of `model` or `arch` when no `learner_fn` is given, "
                          f"got {'both' if model is not None else 'neither'}")
@@ -52,9 +54,10 @@ def repro_learner(dblock, # a fastai DataBlock
                   deterministic='warn', # `set_seed`'s mode: False, 'warn', True or 'strict'
                   dl_kwargs:dict=None, # more kwargs for `dblock.dataloaders`
                   mlflow=False, # log each fit to MLflow: True, a tracking URI, or an `MLflowReproCallback`
+                  shards:int=None, # the elastic mode: k shards per global batch, the same bits on any number of processes dividing k
                   **learner_kwargs): # passed to `learner_fn` (metrics, loss_func, ...)
     "Build DataLoaders and a Learner from `dblock` and `source`, seeded with keys of `seed`, with `ReproCallback` attached."
-    _check_learner_args(seed, deterministic, learner_fn, arch, model)
+    _check_learner_args(seed, deterministic, learner_fn, arch, model, shards)
     tracker = None if mlflow is False else _mlflow_callback(mlflow)
     kw = dict(bs=bs, **({} if num_workers is None else dict(num_workers=num_workers)), **(dl_kwargs or {}))
     recipe = DataRecipe(dblock, source, kw)
@@ -62,7 +65,7 @@ def repro_learner(dblock, # a fastai DataBlock
     seed_all(_key(seed, ('model',)))
     learn = _build_learner(dls, learner_fn, arch, model, learner_kwargs)
     learn.repro_seed, learn.repro_deterministic, learn.repro_data = seed, deterministic, recipe
-    learn.add_cb(ReproCallback(seed=seed))
+    learn.add_cb(ReproCallback(seed=seed, shards=shards))
     if tracker is not None: learn.add_cb(tracker)
     reseed_dls(learn.dls, seed, fit=None)  # keyed at once: passes before the first fit vary and leave the generators alone
     return learn

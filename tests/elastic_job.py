@@ -1,0 +1,79 @@
+"""One elastic-mode job for tests/test_elastic.py and bench/elastic.py, as a user's script would run it: under `torchrun`
+it trains inside `learn.distrib_ctx(sync_bn=False, cpu=True)`; as a plain process it trains alone, at the same global batch
+(`--global-bs`, cut into `--bs` = global / W per process). Each app it trains:
+
+- `digits`: `repro_learner(..., shards=k)` on the digits CNN (BatchNorm, dropout, random crops and `aug_transforms`);
+- `tabular`: stock `tabular_learner` on breast cancer (BatchNorm1d, embedding dropout) with `ReproCallback(shards=k)`.
+
+Each rank writes `OUT.rank<r>.json`: per app, the sha256 of the weights and buffers and of the optimizer state after every
+epoch, the per-epoch metrics, the manifest's `elastic` field (rank 0), or the error. `--shards 0` turns the mode off (the
+negative control), and so does an app named with `:off` (`digits:off`), in the same process. Exit status 3 when a fit raised.
+
+    torchrun --standalone --nproc_per_node=2 tests/elastic_job.py OUT [--apps digits,tabular] [--shards 4] [--epochs 2]
+    python tests/elastic_job.py OUT
+"""
+import argparse, json, os, sys, warnings
+from pathlib import Path
+import torch
+from fastai.vision.all import accuracy, Callback
+import fastai.distributed  # Learner.distrib_ctx
+from fastrepro.learner import repro_learner
+from fastrepro.callback import ReproCallback
+from fastrepro.examples import digits_path, digits_dblock, digits_cnn
+from fastrepro.fingerprint import hash_state_dict
+from fastrepro.manifest import load_manifest
+sys.path.insert(0, str(Path(__file__).parent))
+from apps import cancer_frame
+
+warnings.filterwarnings('ignore')
+
+class EpochHashes(Callback):
+    "After every epoch: the sha256 of the weights and buffers, and of the optimizer's state."
+    order = 100
+    def before_fit(self): self.log = []
+    def after_epoch(self):
+        opt = {f'{i}.{k}': v for i, s in enumerate(self.learn.opt.state_dict()['state']) for k, v in s.items() if isinstance(v, torch.Tensor)}
+        self.log.append(dict(weights=hash_state_dict(self.learn.model.state_dict()), opt=hash_state_dict(opt)))
+
+def digits(bs, shards):
+    return repro_learner(digits_dblock(every=3), digits_path(), seed=42, model=digits_cnn, bs=bs, num_workers=0,
+                         metrics=accuracy, shards=shards)
+
+def tabular(bs, shards):
+    from fastai.tabular.all import TabularDataLoaders, Categorify, FillMissing, Normalize, tabular_learner, tabular_config
+    df = cancer_frame(); cats = ['radius_bin', 'texture_bin']
+    dls = TabularDataLoaders.from_df(df, y_names='target', cat_names=cats, cont_names=[c for c in df.columns if c not in cats + ['target']],
+                                     procs=[Categorify, FillMissing, Normalize], valid_idx=list(range(0, len(df), 5)), bs=bs, num_workers=0)
+    torch.manual_seed(42)  # the model's initialisation
+    return tabular_learner(dls, layers=[64, 32], config=tabular_config(embed_p=0.1, ps=0.1), metrics=accuracy,
+                           cbs=ReproCallback(seed=42, shards=shards))
+
+APPS = dict(digits=digits, tabular=tabular)
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument('out')
+    p.add_argument('--apps', default='digits,tabular')
+    p.add_argument('--global-bs', type=int, default=64)
+    p.add_argument('--shards', type=int, default=4, help='0: the mode off')
+    p.add_argument('--epochs', type=int, default=2)
+    a = p.parse_args()
+    torch.set_num_threads(1)  # pinned in every topology: torchrun sets one thread only when it starts more than one process
+    rank, world = int(os.environ.get('RANK', 0)), int(os.environ.get('WORLD_SIZE', 1))
+    out, failed = dict(rank=rank, world_size=world), False
+    for app in a.apps.split(','):
+        name, off = app.removesuffix(':off'), app.endswith(':off')
+        learn, hashes = APPS[name](a.global_bs // world, None if off or not a.shards else a.shards), EpochHashes()
+        try:
+            with learn.no_bar(), learn.no_logging():
+                if world > 1:
+                    with learn.distrib_ctx(sync_bn=False, cpu=True): learn.fit_one_cycle(a.epochs, 1e-2, cbs=hashes)
+                else: learn.fit_one_cycle(a.epochs, 1e-2, cbs=hashes)
+        except Exception as e: out[app], failed = dict(error=f"{type(e).__name__}: {e}"), True; continue
+        m = load_manifest(learn.repro_manifest) if rank == 0 else {}
+        out[app] = dict(epochs=hashes.log, values=[[float(v) for v in vs] for vs in learn.recorder.values], elastic=m.get('elastic'))
+    with open(f"{a.out}.rank{rank}.json", 'w') as f: json.dump(out, f)
+    if torch.distributed.is_initialized() and not failed: torch.distributed.destroy_process_group()
+    if failed: sys.exit(3)
+
+if __name__ == '__main__': main()
