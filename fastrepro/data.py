@@ -57,7 +57,7 @@ def _k(self:StreamKeys, purpose, *parts):
 @patch
 def start_iter(self:StreamKeys):
     "A new pass: batches count from 0 (or from a pending skip's end), and outside fits the pass takes the next free number."
-    self.skipped, self.rank = self._take_skip(), None
+    self.skipped, self.rank, self.world = self._take_skip(), None, None  # a distributed loader sets rank and world for its pass
     self.batch = self.skipped
     if not self.pinned: self.free_iter = next(_FREE_ITERS)
 
@@ -185,7 +185,8 @@ def get_idxs(self:KeyedStreams):
         if self.dl.shuffle: reset_orders(self.dl)
         idxs = self._get_idxs()
     finally: self.give_back()
-    return idxs[self.skipped * (self.dl.bs or 1):] if self.skipped else idxs
+    # a resumed pass skips whole global batches: `world` processes' batches each (fastrepro.distributed)
+    return idxs[self.skipped * (self.dl.bs or 1) * (getattr(self, 'world', None) or 1):] if self.skipped else idxs
 
 # %% ../nbs/01_data.ipynb #4d8ae8b1
 def reset_orders(dl):

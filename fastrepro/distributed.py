@@ -86,9 +86,7 @@ def before_iter(self:ReproDistributedDL):
     "The wrapped loader's keyed pass, with this rank in its batch keys and the workers' base seed."
     super(ReproDistributedDL, self).before_iter()
     streams = self.dl.repro_streams
-    if streams.skipped: raise NotImplementedError("resuming inside an epoch is not supported under distributed training: "
-                                                  "checkpoint with `ReproCheckpoint(every='epoch')`")
-    streams.rank = self.rank
+    streams.rank, streams.world = self.rank, self.world_size  # a resumed pass skips whole global batches (`get_idxs`)
     self.fake_l.generator = torch.Generator().manual_seed(streams._k('workers', 'rank', self.rank))
 
 # %% ../nbs/12_distributed.ipynb #2367888d

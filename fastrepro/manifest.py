@@ -14,12 +14,12 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'CODE_LIMIT', 'PENDING_BLOBS', 'SCHEMA_VERSION', 'LAYERS', 'REQUIRED', 'STATUSES',
-           'MANIFEST_SCHEMES', 'NO_EFFECT', 'DERIVED', 'CAUSE_LAYERS', 'strip_credentials', 'package_source',
-           'installed_packages', 'package_sources', 'torch_stack', 'platform_tag', 'environment', 'launcher',
-           'topology', 'hardware', 'redact', 'env_vars', 'script_path', 'entry_info', 'put_blob', 'code_info',
-           'new_run_id', 'process_identity', 'runs_dir', 'new_manifest', 'finish_manifest', 'remove_orphans',
-           'write_manifest', 'blob_refs', 'read_blob', 'ManifestError', 'register_scheme', 'uri_scheme',
-           'load_manifest', 'liveness', 'ManifestDiff', 'diff_manifests', 'fit_calls', 'unwrap_model',
+           'MANIFEST_SCHEMES', 'NO_EFFECT', 'DERIVED', 'CAUSE_LAYERS', 'ELASTIC_TOPOLOGY', 'strip_credentials',
+           'package_source', 'installed_packages', 'package_sources', 'torch_stack', 'platform_tag', 'environment',
+           'launcher', 'topology', 'hardware', 'redact', 'env_vars', 'script_path', 'entry_info', 'put_blob',
+           'code_info', 'new_run_id', 'process_identity', 'runs_dir', 'new_manifest', 'finish_manifest',
+           'remove_orphans', 'write_manifest', 'blob_refs', 'read_blob', 'ManifestError', 'register_scheme',
+           'uri_scheme', 'load_manifest', 'liveness', 'ManifestDiff', 'diff_manifests', 'fit_calls', 'unwrap_model',
            'hyperparameters', 'file_artifact', 'record_artifact', 'start_fit_manifest', 'recorded_epochs',
            'end_fit_manifest', 'record_progress']
 
@@ -650,7 +650,8 @@ def _layer(field): return field.split('.')[0] if field.split('.')[0] in LAYERS e
 
 # %% ../nbs/07_manifest.ipynb #d4f1b8e6
 class ManifestDiff(list):
-    "The differences between two manifests, as `(layer, field, old, new, matters)` tuples."
+    "The differences between two manifests, as `(layer, field, old, new, matters)` tuples; `notes` say why some do not matter."
+    notes = ()
     @property
     def matters(self): return [d for d in self if d[4]]
     def layers(self, all=False): return list(dict.fromkeys(d[0] for d in self if all or d[4]))
@@ -700,20 +701,32 @@ def _folded(diffs:list) -> str:
 # %% ../nbs/07_manifest.ipynb #99eb4061
 @patch
 def __str__(self:ManifestDiff):
-    if not self.matters: return "nothing that can change results differs"
-    if not self.causes: return '\n'.join(_by_layer(self.derived, LAYERS))
-    return '\n'.join(_by_layer(self.causes, CAUSE_LAYERS) + ([_folded(self.derived)] if self.derived else []))
+    notes = [f"note: {n}" for n in self.notes]
+    if not self.matters: return '\n'.join(["nothing that can change results differs"] + notes)
+    if not self.causes: return '\n'.join(_by_layer(self.derived, LAYERS) + notes)
+    return '\n'.join(_by_layer(self.causes, CAUSE_LAYERS) + ([_folded(self.derived)] if self.derived else []) + notes)
+
+# %% ../nbs/07_manifest.ipynb #87b77b1a
+ELASTIC_TOPOLOGY = ('hardware.topology', 'env_vars.WORLD_SIZE', 'env_vars.LOCAL_WORLD_SIZE', 'hyperparameters.bs', 'results.rank_weights_sha256')
+
+def _same_elastic_mode(a:dict, b:dict) -> dict|None:
+    "The elastic mode both runs trained in (its shards and shard size), or None."
+    ea, eb = ((m.get('hyperparameters') or {}).get('elastic') for m in (a, b))
+    return ea if ea and ea == eb else None
 
 # %% ../nbs/07_manifest.ipynb #8f0c3e72
 def diff_manifests(a:dict, b:dict, include_no_effect:bool=False) -> ManifestDiff:
     "What differs between manifests `a` and `b`, by layer; fields that cannot change results only if asked."
     fa, fb = dict(_flatten(a)), dict(_flatten(b))
-    out = ManifestDiff()
+    out, elastic = ManifestDiff(), _same_elastic_mode(a, b)
     for field in sorted(set(fa) | set(fb), key=lambda f: (LAYERS.index(_layer(f)) if _layer(f) in LAYERS else -1, f)):
         old, new = fa.get(field), fb.get(field)
         if old == new: continue
-        matters = not any(field == n or field.startswith(n + '.') for n in NO_EFFECT)
+        matters = not any(field == n or field.startswith(n + '.') for n in NO_EFFECT + (ELASTIC_TOPOLOGY if elastic else ()))
         if matters or include_no_effect: out.append((_layer(field), field, old, new, matters))
+    if elastic and fa.get('hardware.topology.world_size') != fb.get('hardware.topology.world_size'):
+        out.notes = (f"the number of processes changed ({fa.get('hardware.topology.world_size')} → {fb.get('hardware.topology.world_size')}), "
+                     f"in the elastic mode with the same {elastic['shards']} shards of {elastic['shard_size']}: the result is bitwise identical by design",)
     return out
 
 # %% ../nbs/07_manifest.ipynb #9daabede

@@ -22,19 +22,19 @@ from fastai.callback.tracker import TrackerCallback, EarlyStoppingCallback, Redu
 from fastai.callback.training import GradientAccumulation
 from . import __version__
 from .seed import KEY_SCHEME, rng_states, active_purpose_seeds
-from .data import release_dls
+from .data import release_dls, _unwrap_loader
 from .callback import ReproCallback
 from .fingerprint import hash_file
 from .verify import FreshRunError, fresh_env, fresh_tempdir, pack_for_child, unpack_in_child, _bits_equal
-from .manifest import _atomic_write, _fsync_dir, _data_fingerprint, remove_orphans, write_manifest, load_manifest, file_artifact
+from .manifest import _atomic_write, _fsync_dir, _data_fingerprint, remove_orphans, write_manifest, load_manifest, file_artifact, unwrap_model
 
 # %% auto #0
 __all__ = ['CHECKPOINT_FORMAT', 'CHECKPOINT_VERSION', 'CALLBACK_STATE', 'OMITTABLE', 'to_plain', 'encode_args', 'decode_args',
            'outer_call', 'callback_state', 'recorder_state', 'set_recorder_state', 'opt_state', 'load_opt_state',
            'checkpoint_name', 'CheckpointName', 'parse_checkpoint_name', 'ReproCheckpoint', 'write_checkpoint',
-           'pending_grads', 'checkpoint_state', 'CheckpointError', 'load_checkpoint', 'CheckpointMismatch',
-           'checkpoint_mismatches', 'check_checkpoint', 'find_checkpoint', 'first_difference', 'ResumeReport',
-           'verify_resume']
+           'pending_grads', 'global_bs', 'numerics', 'checkpoint_state', 'CheckpointError', 'load_checkpoint',
+           'CheckpointMismatch', 'checkpoint_mismatches', 'check_checkpoint', 'find_checkpoint', 'first_difference',
+           'ResumeReport', 'verify_resume']
 
 # %% ../nbs/11_resume.ipynb #8928c0df
 CHECKPOINT_FORMAT = 'fastrepro-checkpoint'
@@ -197,7 +197,8 @@ def before_fit(self:ReproCheckpoint):
     rc = _active_repro(self.learn)
     if rc is None: raise ValueError("ReproCheckpoint needs a ReproCallback on the learner (`repro_learner` adds one): "
                                     "a fit resumes exactly only when every random stream is keyed")
-    self.on, self.m = rc.active and rc.kind == 'fit', None
+    # one writer, rank 0 of a distributed fit: its manifest names the checkpoints, and every rank holds the same state
+    self.on, self.m = rc.active and rc.kind == 'fit' and (rc.group is None or rc.group.rank == 0), None
     if not self.on: return  # lr_find, validate, get_preds
     if not rc.manifest: raise ValueError("ReproCheckpoint needs the fit's manifest, for its run id: use ReproCallback(manifest=True)")
     if self.every != 'epoch': _check_batch_checkpoints(self.learn)
@@ -333,6 +334,16 @@ def _arch(model) -> list:
     "The model's architecture as a checkpoint records it: each state-dict entry's name and shape."
     return [[k, list(v.shape)] for k, v in model.state_dict().items()]
 
+def global_bs(learn) -> int:
+    "Items per training step over all processes: the loader's `bs` times the world size (a step's global batch)."
+    d = torch.distributed
+    return learn.dls.train.bs * (d.get_world_size() if d.is_available() and d.is_initialized() else 1)
+
+def numerics(learn) -> dict:
+    "What a fit's bits depend on besides its state and data: torch's version, its intra-op thread count, the device type."
+    p = next(unwrap_model(learn.model).parameters(), None)
+    return dict(torch=torch.__version__, threads=torch.get_num_threads(), device=p.device.type if p is not None else 'cpu')
+
 # %% ../nbs/11_resume.ipynb #ff2c4ed4
 def _data_id(fp:dict) -> dict:
     "The parts of a data fingerprint a checkpoint pins: all items, and each split."
@@ -344,7 +355,8 @@ def _identity(learn, m:dict, seed:int) -> dict:
     return dict(format=CHECKPOINT_FORMAT, version=CHECKPOINT_VERSION, fastrepro=__version__, torch=torch.__version__,
                 created_at=datetime.now(timezone.utc).isoformat(timespec='milliseconds'),
                 run_id=m['run_id'], seed=seed, key_scheme=KEY_SCHEME, purpose_seeds=active_purpose_seeds(),
-                data=_data_id(m['data'] or {}), n_batches=len(learn.dls.train), arch=_arch(learn.model))
+                data=_data_id(m['data'] or {}), n_batches=len(learn.dls.train), global_bs=global_bs(learn),
+                arch=_arch(unwrap_model(learn.model)), numerics=numerics(learn))
 
 # %% ../nbs/11_resume.ipynb #0dba802b
 def checkpoint_state(learn, ck:ReproCheckpoint, epoch:int, batch:int) -> dict:
@@ -352,7 +364,8 @@ def checkpoint_state(learn, ck:ReproCheckpoint, epoch:int, batch:int) -> dict:
     rc, scaler = _active_repro(learn), getattr(learn, 'scaler', None)
     return to_plain(dict(**_identity(learn, ck.m, rc.fit_seed), call=ck.call,
                 position=dict(fit=rc.n, epoch=epoch, batch=batch, n_epoch=learn.n_epoch, train_iter=learn.train_iter, pct_train=learn.pct_train),
-                model=learn.model.state_dict(), grads=pending_grads(learn.model), opt=learn.opt.state_dict(),
+                model=unwrap_model(learn.model).state_dict(), grads=pending_grads(unwrap_model(learn.model)),  # the model's own names, on any topology
+                opt=learn.opt.state_dict(),
                 recorder=recorder_state(learn.recorder) if hasattr(learn, 'recorder') else None, callbacks=callback_state(learn),
                 scaler=scaler.state_dict() if scaler is not None else None,
                 rng=rng_states()[:3],  # a cross-check only: keys make every stream after this point
@@ -410,27 +423,32 @@ def _data_diff(learn, state:dict) -> str|None:
     data = _data_id(_data_fingerprint(learn))  # as the manifest takes it: loaders without items give None on both sides
     if data != state['data']:
         return f"data: the checkpoint's items have fingerprint {str(state['data']['items'])[:12]}, the learner's {str(data['items'])[:12]}"
-    if len(learn.dls.train) != state['n_batches']:
+    if 'global_bs' in state:  # steps of the same items on any number of processes: compare the global batch
+        if global_bs(learn) != state['global_bs']: return f"data: the checkpoint's global batch is {state['global_bs']} items, the learner's {global_bs(learn)} (another batch size?)"
+    elif len(learn.dls.train) != state['n_batches']:  # a checkpoint written before fastrepro recorded the global batch
         return f"data: the checkpoint's epochs have {state['n_batches']} batches, the learner's {len(learn.dls.train)} (another batch size?)"
 
 # %% ../nbs/11_resume.ipynb #83c076ec
 def checkpoint_mismatches(learn, state:dict) -> dict:
-    "What differs between `learn` and the checkpoint `state`, as {'seed'|'architecture'|'data': message}."
+    "What differs between `learn` and the checkpoint `state`, as {'seed'|'architecture'|'data'|'numerics': message}."
     rc, out = _active_repro(learn), {}
     seed = rc._resolve('seed', 42) if rc is not None else None
     if seed != state['seed']: out['seed'] = f"seed: the checkpoint's is {state['seed']}, the learner's {seed}"
     if state['key_scheme'] != KEY_SCHEME: out['seed'] = f"key scheme: the checkpoint's is {state['key_scheme']}, this fastrepro's {KEY_SCHEME}"
     if state['purpose_seeds'] != active_purpose_seeds():
         out['seed'] = f"purpose seeds: the checkpoint's are {state['purpose_seeds']}, in force now {active_purpose_seeds()}"
-    if (d := _arch_diff(state['arch'], _arch(learn.model))) is not None: out['architecture'] = d
+    if (d := _arch_diff(state['arch'], _arch(unwrap_model(learn.model)))) is not None: out['architecture'] = d
+    if (n := state.get('numerics')) is not None and n != (now := numerics(learn)):
+        out['numerics'] = 'numerics: ' + ', '.join(f"the checkpoint's {k} is {n.get(k)}, this process's {v}" for k, v in now.items() if n.get(k) != v)
     if (d := _data_diff(learn, state)) is not None: out['data'] = d
     return out
 
 # %% ../nbs/11_resume.ipynb #fc8e468a
 def check_checkpoint(learn, state:dict, strict:bool=True, path=None):
-    "Raise `CheckpointMismatch` naming what differs between `learn` and `state`; with `strict=False` a data difference only warns."
+    "Raise `CheckpointMismatch` naming what differs between `learn` and `state`; with `strict=False` a difference of data or numerics only warns."
     out = checkpoint_mismatches(learn, state)
-    if not strict and 'data' in out: warnings.warn(f"resuming with different data (strict=False): {out.pop('data')}")
+    for part in ('data', 'numerics'):
+        if not strict and part in out: warnings.warn(f"resuming with different {part} (strict=False): {out.pop(part)}")
     if out: raise CheckpointMismatch(f"the checkpoint{f' {path}' if path else ''} does not belong to this learner: " + '; '.join(out.values()))
 
 # %% ../nbs/11_resume.ipynb #affbf0da
@@ -511,15 +529,16 @@ def before_fit(self:_Resume):
 def _restore(self:_Resume):
     "Put the checkpoint's state into the learner and its callbacks, but the parts in `omit`."
     s, learn = self.state, self.learn
-    learn.model.load_state_dict(s['model'])
-    params = dict(learn.model.named_parameters())
+    model = unwrap_model(learn.model)  # inside `distrib_ctx`, the model DistributedDataParallel wraps
+    model.load_state_dict(s['model'])
+    params = dict(model.named_parameters())
     for n, g in s['grads'].items(): params[n].grad = g.to(params[n].device)
     if 'opt' not in self.omit: load_opt_state(learn.opt, s['opt'])
     if 'callbacks' not in self.omit: _set_callback_state(learn, s)
     if 'schedule' not in self.omit: learn.train_iter = self.pos['train_iter']
     if s['scaler'] and getattr(learn, 'scaler', None) is not None: learn.scaler.load_state_dict(s['scaler'])
     if 'rng' in self.omit: release_dls(learn.dls)  # the negative control: streams not keyed to the fit
-    elif self.pos['batch']: learn.dls.train.repro_streams.skip_batches(self.pos['epoch'], self.pos['batch'])
+    elif self.pos['batch']: _unwrap_loader(learn.dls.train).repro_streams.skip_batches(self.pos['epoch'], self.pos['batch'])
 
 # %% ../nbs/11_resume.ipynb #84dbdb5d
 def _check_stateful_callbacks(learn, saved:dict):

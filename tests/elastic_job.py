@@ -1,12 +1,13 @@
-"""One elastic-mode job for tests/test_elastic.py and bench/elastic.py, as a user's script would run it: under `torchrun`
+"""One elastic-mode job for tests/test_elastic.py, as a user's script would run it: under `torchrun`
 it trains inside `learn.distrib_ctx(sync_bn=False, cpu=True)`; as a plain process it trains alone, at the same global batch
 (`--global-bs`, cut into `--bs` = global / W per process). Each app it trains:
 
 - `digits`: `repro_learner(..., shards=k)` on the digits CNN (BatchNorm, dropout, random crops and `aug_transforms`);
 - `tabular`: stock `tabular_learner` on breast cancer (BatchNorm1d, embedding dropout) with `ReproCallback(shards=k)`.
 
-Each rank writes `OUT.rank<r>.json`: per app, the sha256 of the weights and buffers and of the optimizer state after every
-epoch, the per-epoch metrics, the manifest's `elastic` field (rank 0), or the error. `--shards 0` turns the mode off (the
+With `--ckpt-every`, the first app is checkpointed (`ReproCheckpoint`) into `OUT-<app>/models/`; with `--resume CKPT`, it
+resumes from that checkpoint to the end of its fit instead. Each rank writes `OUT.rank<r>.json`: per app, the sha256 of the
+weights and buffers and of the optimizer state after every epoch it trained, the per-epoch metrics, its manifest and the mode it records (rank 0), or the error. `--shards 0` turns the mode off (the
 negative control), and so does an app named with `:off` (`digits:off`), in the same process. Exit status 3 when a fit raised.
 
     torchrun --standalone --nproc_per_node=2 tests/elastic_job.py OUT [--apps digits,tabular] [--shards 4] [--epochs 2]
@@ -22,6 +23,7 @@ from fastrepro.callback import ReproCallback
 from fastrepro.examples import digits_path, digits_dblock, digits_cnn
 from fastrepro.fingerprint import hash_state_dict
 from fastrepro.manifest import load_manifest
+from fastrepro.resume import ReproCheckpoint
 sys.path.insert(0, str(Path(__file__).parent))
 from apps import cancer_frame
 
@@ -57,6 +59,8 @@ def main():
     p.add_argument('--global-bs', type=int, default=64)
     p.add_argument('--shards', type=int, default=4, help='0: the mode off')
     p.add_argument('--epochs', type=int, default=2)
+    p.add_argument('--ckpt-every', help="checkpoint the first app: 'epoch' or every N batches, into OUT-models/ (rank 0 writes)")
+    p.add_argument('--resume', help='resume the first app from this checkpoint, to the end of its fit')
     a = p.parse_args()
     torch.set_num_threads(1)  # pinned in every topology: torchrun sets one thread only when it starts more than one process
     rank, world = int(os.environ.get('RANK', 0)), int(os.environ.get('WORLD_SIZE', 1))
@@ -64,14 +68,20 @@ def main():
     for app in a.apps.split(','):
         name, off = app.removesuffix(':off'), app.endswith(':off')
         learn, hashes = APPS[name](a.global_bs // world, None if off or not a.shards else a.shards), EpochHashes()
+        learn.add_cb(hashes); learn.path = Path(f'{a.out}-{app}')  # checkpoints go to its models/
+        first = app == a.apps.split(',')[0]
+        if first and a.ckpt_every: learn.add_cb(ReproCheckpoint(every=a.ckpt_every if a.ckpt_every == 'epoch' else int(a.ckpt_every), keep=None))
+        fit = (lambda l: l.resume(a.resume, fit=lambda l: l.fit_one_cycle(a.epochs, 1e-2))) if first and a.resume else (lambda l: l.fit_one_cycle(a.epochs, 1e-2))
         try:
             with learn.no_bar(), learn.no_logging():
                 if world > 1:
-                    with learn.distrib_ctx(sync_bn=False, cpu=True): learn.fit_one_cycle(a.epochs, 1e-2, cbs=hashes)
-                else: learn.fit_one_cycle(a.epochs, 1e-2, cbs=hashes)
+                    with learn.distrib_ctx(sync_bn=False, cpu=True): fit(learn)
+                else: fit(learn)
         except Exception as e: out[app], failed = dict(error=f"{type(e).__name__}: {e}"), True; continue
         m = load_manifest(learn.repro_manifest) if rank == 0 else {}
-        out[app] = dict(epochs=hashes.log, values=[[float(v) for v in vs] for vs in learn.recorder.values], elastic=m.get('elastic'))
+        mode = (m.get('hyperparameters') or {}).get('elastic')
+        out[app] = dict(epochs=hashes.log, values=[[float(v) for v in vs] for vs in learn.recorder.values], manifest=str(learn.repro_manifest) if rank == 0 else None,
+                        elastic=dict(**mode, world_size=m['hardware']['topology']['world_size']) if mode else None)
     with open(f"{a.out}.rank{rank}.json", 'w') as f: json.dump(out, f)
     if torch.distributed.is_initialized() and not failed: torch.distributed.destroy_process_group()
     if failed: sys.exit(3)

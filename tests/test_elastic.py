@@ -3,10 +3,16 @@ one global batch of 64 in 4 shards, of the digits CNN (BatchNorm, dropout, rando
 `repro_learner(shards=4)`) and of a stock `tabular_learner` (BatchNorm1d, embedding dropout, through
 `ReproCallback(shards=4)`): the same weights, buffers, optimizer state and metrics after every epoch. The negative
 control, the digits with the mode off, trains in the same launches of 1 and 2 processes, and differs.
+
+The same launches checkpoint the digits (`ReproCheckpoint`: every 3 batches on 1 and 4 processes, every epoch on 2), and
+three more resume them on another number of processes, up and down, inside an epoch and at its end: each ends with the
+bits of the uninterrupted run.
 """
 import pytest
 from pathlib import Path
 from helpers import launch
+from fastrepro.resume import parse_checkpoint_name
+from fastrepro.manifest import load_manifest, diff_manifests
 
 pytestmark = pytest.mark.slow
 JOB = Path(__file__).with_name('elastic_job.py')
@@ -22,8 +28,10 @@ def worlds(tmp_path_factory):
     "Rank results by world size; the launches of 1 and 2 processes also train the digits with the mode off."
     d = tmp_path_factory.mktemp('elastic')
     with_off = ','.join(APPS) + ',digits:off'
-    return {1: _ok(launch(JOB, d, 'w1', '--apps', with_off, nproc=1)), 2: _ok(launch(JOB, d, 'w2', '--apps', with_off)),
-            4: _ok(launch(JOB, d, 'w4', '--apps', ','.join(APPS), nproc=4))}
+    out = {1: _ok(launch(JOB, d, 'w1', '--apps', with_off, '--ckpt-every', '3', nproc=1)),
+           2: _ok(launch(JOB, d, 'w2', '--apps', with_off, '--ckpt-every', 'epoch')),
+           4: _ok(launch(JOB, d, 'w4', '--apps', ','.join(APPS), '--ckpt-every', '3', nproc=4))}
+    return {**out, 'folder': d}
 
 def _result(r): return dict(epochs=r['epochs'], values=r['values'])
 
@@ -32,8 +40,8 @@ def test_the_same_bits_on_1_2_and_4_processes(worlds, app):
     "Weights, buffers and optimizer state after each epoch, and each epoch's metrics: equal on every rank of every world size."
     ref = _result(worlds[1][0][app])
     assert len(ref['epochs']) == 2
-    for w, ranks in worlds.items():
-        for r in ranks: assert _result(r[app]) == ref, f"{app}: rank {r['rank']} of {w} differs from one process"
+    for w in (1, 2, 4):
+        for r in worlds[w]: assert _result(r[app]) == ref, f"{app}: rank {r['rank']} of {w} differs from one process"
 
 def test_the_mode_off_differs_across_processes(worlds):
     "The negative control: without the mode, 1 and 2 processes at the same global batch train to other weights."
@@ -42,6 +50,36 @@ def test_the_mode_off_differs_across_processes(worlds):
     assert one['elastic'] is None
 
 @pytest.mark.parametrize('app', APPS)
-def test_the_manifest_records_the_mode(worlds, app):
-    for w, ranks in worlds.items():
-        assert ranks[0][app]['elastic'] == dict(shards=4, shard_size=16, world_size=w)
+def test_the_manifest_records_the_mode_and_diff_calls_the_topology_harmless(worlds, app):
+    for w in (1, 2, 4):
+        assert worlds[w][0][app]['elastic'] == dict(shards=4, shard_size=16, world_size=w)
+    two, four = (load_manifest(worlds[w][0][app]['manifest']) for w in (2, 4))
+    d = diff_manifests(two, four)
+    assert d.matters == [] and 'bitwise identical by design' in str(d), str(d)
+    assert 'hardware.topology.world_size' in [f for _, f, *_ in diff_manifests(two, four, include_no_effect=True)]
+    # negative control: without the mode, another number of processes is a cause
+    off = diff_manifests(*(load_manifest(worlds[w][0]['digits:off']['manifest']) for w in (1, 2)))
+    assert 'hardware.topology.world_size' in [f for _, f, *_ in off.causes] and not off.notes
+
+def _checkpoint(worlds, w:int, epoch:int, batch:int) -> Path:
+    "The digits' checkpoint at (`epoch`, `batch`) of the launch of `w` processes (rank 0 writes them all)."
+    found = [f for f in (worlds['folder']/f'w{w}-digits'/'models').glob('*.pth') if (c := parse_checkpoint_name(f)) and c[1:] == (epoch, batch)]
+    assert len(found) == 1, sorted(f.name for f in (worlds['folder']/f'w{w}-digits'/'models').glob('*'))
+    return found[0]
+
+@pytest.mark.parametrize('taken,resumed,at', [(1, 2, (0, 3)), (4, 1, (1, 2)), (2, 1, (1, 0))],
+                         ids=['1-to-2-mid-epoch', '4-to-1-mid-epoch', '2-to-1-epoch-end'])
+def test_a_checkpoint_resumes_on_another_number_of_processes(worlds, taken, resumed, at):
+    "Resumed on `resumed` processes from the checkpoint the launch of `taken` took at `at`: the uninterrupted run's bits."
+    ck = _checkpoint(worlds, taken, *at)
+    ranks = _ok(launch(JOB, worlds['folder'], f'resume-{taken}-{resumed}', '--apps', 'digits', '--resume', str(ck), nproc=resumed))
+    ref, trained = worlds[1][0]['digits'], at[0]  # epochs before the checkpoint's are not trained again
+    for r in ranks:
+        assert r['digits']['epochs'] == ref['epochs'][trained:] and r['digits']['values'] == ref['values'], (taken, resumed, at)
+
+def test_the_resume_check_can_fail(worlds):
+    "The negative control: the same checkpoint resumed on one process with the mode off ends with other bits."
+    ranks = _ok(launch(JOB, worlds['folder'], 'resume-off', '--apps', 'digits', '--resume', str(_checkpoint(worlds, 4, 1, 2)),
+                       '--shards', '0', nproc=1))
+    ref = worlds[1][0]['digits']
+    assert ranks[0]['digits']['epochs'] != ref['epochs'][1:] and ranks[0]['digits']['values'] != ref['values']
