@@ -56,6 +56,8 @@ def before_fit(self:ReproCallback):
     if not self.active: return
     if self.learn.lock.locked(): return self._begin_eval()  # validate, get_preds: free passes, and nothing reseeded
     _clear_unfinished(self.learn)
+    for cb in self.learn.cbs:  # what an elastic fit that raised left wrapped, before `distrib_ctx` wraps the model again
+        if isinstance(cb, ElasticStep): cb._stop()
     self.rng, self.counted, self.stop, self.m, self.ops, self.epochs = rng_states(), False, None, None, None, None
     self.fit_seed, self.n = self._resolve('seed', 42), getattr(self.learn, 'repro_fits', 0)
     self.kind = 'lr_find' if any(isinstance(cb, LRFinder) for cb in self.learn.cbs) else 'fit'

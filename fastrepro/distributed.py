@@ -86,6 +86,8 @@ def before_iter(self:ReproDistributedDL):
     "The wrapped loader's keyed pass, with this rank in its batch keys and the workers' base seed."
     super(ReproDistributedDL, self).before_iter()
     streams = self.dl.repro_streams
+    if streams.skipped and not self.drop_last:  # the padding would follow the skip, and hold other items than the uninterrupted pass's
+        raise NotImplementedError("resuming inside an epoch under distributed training needs whole global batches: a training loader with drop_last=True")
     streams.rank, streams.world = self.rank, self.world_size  # a resumed pass skips whole global batches (`get_idxs`)
     self.fake_l.generator = torch.Generator().manual_seed(streams._k('workers', 'rank', self.rank))
 

@@ -707,12 +707,18 @@ def __str__(self:ManifestDiff):
     return '\n'.join(_by_layer(self.causes, CAUSE_LAYERS) + ([_folded(self.derived)] if self.derived else []) + notes)
 
 # %% ../nbs/07_manifest.ipynb #87b77b1a
-ELASTIC_TOPOLOGY = ('hardware.topology', 'env_vars.WORLD_SIZE', 'env_vars.LOCAL_WORLD_SIZE', 'hyperparameters.bs', 'results.rank_weights_sha256')
+ELASTIC_TOPOLOGY = ('hardware.topology', 'env_vars.WORLD_SIZE', 'env_vars.LOCAL_WORLD_SIZE', 'env_vars.RANK', 'env_vars.LOCAL_RANK',
+                    'hyperparameters.bs', 'results.rank_weights_sha256')
 
 def _same_elastic_mode(a:dict, b:dict) -> dict|None:
     "The elastic mode both runs trained in (its shards and shard size), or None."
     ea, eb = ((m.get('hyperparameters') or {}).get('elastic') for m in (a, b))
     return ea if ea and ea == eb else None
+
+def _launch_only(field:str, old, new) -> bool:
+    "The callbacks differ only by fastai's `DistributedTrainer`, which `distrib_ctx` adds under `torchrun`."
+    drop = lambda cbs: [c for c in cbs if c != 'DistributedTrainer'] if isinstance(cbs, list) else cbs
+    return field == 'hyperparameters.callbacks' and drop(old) == drop(new)
 
 # %% ../nbs/07_manifest.ipynb #8f0c3e72
 def diff_manifests(a:dict, b:dict, include_no_effect:bool=False) -> ManifestDiff:
@@ -723,6 +729,7 @@ def diff_manifests(a:dict, b:dict, include_no_effect:bool=False) -> ManifestDiff
         old, new = fa.get(field), fb.get(field)
         if old == new: continue
         matters = not any(field == n or field.startswith(n + '.') for n in NO_EFFECT + (ELASTIC_TOPOLOGY if elastic else ()))
+        if elastic and _launch_only(field, old, new): matters = False
         if matters or include_no_effect: out.append((_layer(field), field, old, new, matters))
     if elastic and fa.get('hardware.topology.world_size') != fb.get('hardware.topology.world_size'):
         out.notes = (f"the number of processes changed ({fa.get('hardware.topology.world_size')} → {fb.get('hardware.topology.world_size')}), "
@@ -762,9 +769,11 @@ def _batching(dl) -> dict:
 
 # %% ../nbs/07_manifest.ipynb #b7182d73
 def unwrap_model(model):
-    "The model inside a `DistributedDataParallel` or `DataParallel` wrapper (which prefixes every weight's name with `module.`)."
+    "The model inside a `DistributedDataParallel` or `DataParallel` wrapper (which prefixes every weight's name with `module.`), or the elastic mode's `ShardedModule`."
     import torch
-    return model.module if isinstance(model, (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)) else model
+    while isinstance(model, (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)) or getattr(type(model), 'wraps_model', False):
+        model = model.module
+    return model
 
 # %% ../nbs/07_manifest.ipynb #1d6a8f4e
 def hyperparameters(learn) -> dict:

@@ -32,9 +32,9 @@ from .manifest import _atomic_write, _fsync_dir, _data_fingerprint, remove_orpha
 __all__ = ['CHECKPOINT_FORMAT', 'CHECKPOINT_VERSION', 'CALLBACK_STATE', 'OMITTABLE', 'to_plain', 'encode_args', 'decode_args',
            'outer_call', 'callback_state', 'recorder_state', 'set_recorder_state', 'opt_state', 'load_opt_state',
            'checkpoint_name', 'CheckpointName', 'parse_checkpoint_name', 'ReproCheckpoint', 'write_checkpoint',
-           'pending_grads', 'global_bs', 'numerics', 'checkpoint_state', 'CheckpointError', 'load_checkpoint',
-           'CheckpointMismatch', 'checkpoint_mismatches', 'check_checkpoint', 'find_checkpoint', 'first_difference',
-           'ResumeReport', 'verify_resume']
+           'pending_grads', 'global_bs', 'numerics', 'fit_topology', 'checkpoint_state', 'CheckpointError',
+           'load_checkpoint', 'CheckpointMismatch', 'checkpoint_mismatches', 'check_checkpoint', 'find_checkpoint',
+           'first_difference', 'ResumeReport', 'verify_resume']
 
 # %% ../nbs/11_resume.ipynb #8928c0df
 CHECKPOINT_FORMAT = 'fastrepro-checkpoint'
@@ -197,13 +197,14 @@ def before_fit(self:ReproCheckpoint):
     rc = _active_repro(self.learn)
     if rc is None: raise ValueError("ReproCheckpoint needs a ReproCallback on the learner (`repro_learner` adds one): "
                                     "a fit resumes exactly only when every random stream is keyed")
-    # one writer, rank 0 of a distributed fit: its manifest names the checkpoints, and every rank holds the same state
-    self.on, self.m = rc.active and rc.kind == 'fit' and (rc.group is None or rc.group.rank == 0), None
+    self.on, self.m = rc.active and rc.kind == 'fit', None
     if not self.on: return  # lr_find, validate, get_preds
     if not rc.manifest: raise ValueError("ReproCheckpoint needs the fit's manifest, for its run id: use ReproCallback(manifest=True)")
     if self.every != 'epoch': _check_batch_checkpoints(self.learn)
     frame, name, args = outer_call(self.learn)
     if frame is not self.frame: self.frame, self.call = frame, dict(method=name, args=encode_args(args), first_fit=rc.n)
+    # one writer, rank 0 of a distributed fit (after every rank's checks): its manifest names the checkpoints, and every rank holds the same state
+    self.on = rc.group is None or rc.group.rank == 0
 
 # %% ../nbs/11_resume.ipynb #80fe39a8
 def _check_batch_checkpoints(learn):
@@ -340,9 +341,14 @@ def global_bs(learn) -> int:
     return learn.dls.train.bs * (d.get_world_size() if d.is_available() and d.is_initialized() else 1)
 
 def numerics(learn) -> dict:
-    "What a fit's bits depend on besides its state and data: torch's version, its intra-op thread count, the device type."
-    p = next(unwrap_model(learn.model).parameters(), None)
-    return dict(torch=torch.__version__, threads=torch.get_num_threads(), device=p.device.type if p is not None else 'cpu')
+    "What a fit's bits depend on besides its state and data: torch's version, the device type, and on a CPU the intra-op thread count."
+    device = torch.device(getattr(learn.dls, 'device', None) or 'cpu').type  # the loaders': fastai moves the model there only as a fit starts
+    return dict(torch=torch.__version__, device=device, threads=torch.get_num_threads() if device == 'cpu' else None)
+
+def fit_topology(learn) -> dict:
+    "The processes a fit runs on, and its elastic mode (`ReproCallback(shards=k)`), on which resuming elsewhere depends."
+    d, rc = torch.distributed, _active_repro(learn)
+    return dict(world_size=d.get_world_size() if d.is_available() and d.is_initialized() else 1, shards=getattr(rc, 'shards', None))
 
 # %% ../nbs/11_resume.ipynb #ff2c4ed4
 def _data_id(fp:dict) -> dict:
@@ -356,7 +362,7 @@ def _identity(learn, m:dict, seed:int) -> dict:
                 created_at=datetime.now(timezone.utc).isoformat(timespec='milliseconds'),
                 run_id=m['run_id'], seed=seed, key_scheme=KEY_SCHEME, purpose_seeds=active_purpose_seeds(),
                 data=_data_id(m['data'] or {}), n_batches=len(learn.dls.train), global_bs=global_bs(learn),
-                arch=_arch(unwrap_model(learn.model)), numerics=numerics(learn))
+                arch=_arch(unwrap_model(learn.model)), numerics=numerics(learn), topology=fit_topology(learn))
 
 # %% ../nbs/11_resume.ipynb #0dba802b
 def checkpoint_state(learn, ck:ReproCheckpoint, epoch:int, batch:int) -> dict:
@@ -428,9 +434,19 @@ def _data_diff(learn, state:dict) -> str|None:
     elif len(learn.dls.train) != state['n_batches']:  # a checkpoint written before fastrepro recorded the global batch
         return f"data: the checkpoint's epochs have {state['n_batches']} batches, the learner's {len(learn.dls.train)} (another batch size?)"
 
+# %% ../nbs/11_resume.ipynb #e45e60b9
+def _topology_diff(saved:dict|None, now:dict) -> str|None:
+    "Why a checkpoint taken on `saved` would not resume bit-exactly on `now`: another number of processes outside the elastic mode, or another mode."
+    if saved is None: return None  # written before fastrepro recorded it
+    if saved['shards'] != now['shards']:
+        return f"topology: the checkpoint's fit ran with shards={saved['shards']}, this one with shards={now['shards']}"
+    if saved['world_size'] != now['world_size'] and saved['shards'] is None:
+        return (f"topology: the checkpoint was taken on {saved['world_size']} process(es), this is {now['world_size']}; only the elastic mode "
+                "(`ReproCallback(shards=k)`) resumes bit-exactly on another number of processes")
+
 # %% ../nbs/11_resume.ipynb #83c076ec
 def checkpoint_mismatches(learn, state:dict) -> dict:
-    "What differs between `learn` and the checkpoint `state`, as {'seed'|'architecture'|'data'|'numerics': message}."
+    "What differs between `learn` and the checkpoint `state`, as {'seed'|'architecture'|'data'|'numerics'|'topology': message}."
     rc, out = _active_repro(learn), {}
     seed = rc._resolve('seed', 42) if rc is not None else None
     if seed != state['seed']: out['seed'] = f"seed: the checkpoint's is {state['seed']}, the learner's {seed}"
@@ -440,14 +456,15 @@ def checkpoint_mismatches(learn, state:dict) -> dict:
     if (d := _arch_diff(state['arch'], _arch(unwrap_model(learn.model)))) is not None: out['architecture'] = d
     if (n := state.get('numerics')) is not None and n != (now := numerics(learn)):
         out['numerics'] = 'numerics: ' + ', '.join(f"the checkpoint's {k} is {n.get(k)}, this process's {v}" for k, v in now.items() if n.get(k) != v)
+    if (d := _topology_diff(state.get('topology'), fit_topology(learn))) is not None: out['topology'] = d
     if (d := _data_diff(learn, state)) is not None: out['data'] = d
     return out
 
 # %% ../nbs/11_resume.ipynb #fc8e468a
 def check_checkpoint(learn, state:dict, strict:bool=True, path=None):
-    "Raise `CheckpointMismatch` naming what differs between `learn` and `state`; with `strict=False` a difference of data or numerics only warns."
+    "Raise `CheckpointMismatch` naming what differs between `learn` and `state`; with `strict=False` a difference of data, numerics or topology only warns."
     out = checkpoint_mismatches(learn, state)
-    for part in ('data', 'numerics'):
+    for part in ('data', 'numerics', 'topology'):
         if not strict and part in out: warnings.warn(f"resuming with different {part} (strict=False): {out.pop(part)}")
     if out: raise CheckpointMismatch(f"the checkpoint{f' {path}' if path else ''} does not belong to this learner: " + '; '.join(out.values()))
 
