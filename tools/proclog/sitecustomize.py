@@ -1,7 +1,7 @@
 """Where the suite's CPU goes: every Python process logs its own CPU time when it exits, with the test or notebook that
 started it, so the fresh interpreters a test spawns are counted against that test.
 
-    PYTHONPATH=tools/proclog PROCLOG_FILE=/tmp/proclog.jsonl bash tools/test.sh
+    PYTHONPATH=$PWD/tools/proclog PROCLOG_FILE=/tmp/proclog.jsonl bash tools/test.sh   # absolute: notebooks run in nbs/
     python tools/proclog/summary.py /tmp/proclog.jsonl
 
 A process started by a pytest test is tagged with `PYTEST_CURRENT_TEST`, one started by a notebook under nbdev-test with
