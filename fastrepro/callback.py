@@ -56,8 +56,9 @@ def before_fit(self:ReproCallback):
     if not self.active: return
     if self.learn.lock.locked(): return self._begin_eval()  # validate, get_preds: free passes, and nothing reseeded
     _clear_unfinished(self.learn)
-    for cb in self.learn.cbs:  # what an elastic fit that raised left wrapped, before `distrib_ctx` wraps the model again
-        if isinstance(cb, ElasticStep): cb._stop()
+    elastic = [cb for cb in self.learn.cbs if isinstance(cb, ElasticStep)]
+    for cb in elastic: cb._stop()  # what an elastic fit that raised left wrapped, before `distrib_ctx` wraps the model again
+    if self.shards and not elastic: self.learn.add_cb(ElasticStep(self.shards))  # it starts at the fit's first epoch
     self.rng, self.counted, self.stop, self.m, self.ops, self.epochs = rng_states(), False, None, None, None, None
     self.fit_seed, self.n = self._resolve('seed', 42), getattr(self.learn, 'repro_fits', 0)
     self.kind = 'lr_find' if any(isinstance(cb, LRFinder) for cb in self.learn.cbs) else 'fit'
@@ -67,7 +68,6 @@ def before_fit(self:ReproCallback):
     self.learn.repro_record = set_seed(key(self.fit_seed, 'fit', fit), reproducible=True, deterministic=self._resolve('deterministic', 'warn'))
     reseed_dls(self.dls, self.fit_seed, fit)
     self._join(fit)
-    if self.shards and not any(isinstance(cb, ElasticStep) for cb in self.learn.cbs): self.learn.add_cb(ElasticStep(self.shards))  # it starts at the first epoch
     self.learn._with_events = _FailedFitGuard(self)
     if self.kind == 'fit': _AfterAll.add(self)
 

@@ -24,6 +24,7 @@ from . import __version__
 from .seed import KEY_SCHEME, rng_states, active_purpose_seeds
 from .data import release_dls, _unwrap_loader
 from .callback import ReproCallback
+from .elastic import _world
 from .fingerprint import hash_file
 from .verify import FreshRunError, fresh_env, fresh_tempdir, pack_for_child, unpack_in_child, _bits_equal
 from .manifest import _atomic_write, _fsync_dir, _data_fingerprint, remove_orphans, write_manifest, load_manifest, file_artifact, unwrap_model
@@ -337,8 +338,7 @@ def _arch(model) -> list:
 
 def global_bs(learn) -> int:
     "Items per training step over all processes: the loader's `bs` times the world size (a step's global batch)."
-    d = torch.distributed
-    return learn.dls.train.bs * (d.get_world_size() if d.is_available() and d.is_initialized() else 1)
+    return learn.dls.train.bs * _world()[1]
 
 def numerics(learn) -> dict:
     "What a fit's bits depend on besides its state and data: torch's version, the device type, and on a CPU the intra-op thread count."
@@ -347,8 +347,7 @@ def numerics(learn) -> dict:
 
 def fit_topology(learn) -> dict:
     "The processes a fit runs on, and its elastic mode (`ReproCallback(shards=k)`), on which resuming elsewhere depends."
-    d, rc = torch.distributed, _active_repro(learn)
-    return dict(world_size=d.get_world_size() if d.is_available() and d.is_initialized() else 1, shards=getattr(rc, 'shards', None))
+    return dict(world_size=_world()[1], shards=getattr(_active_repro(learn), 'shards', None))
 
 # %% ../nbs/11_resume.ipynb #ff2c4ed4
 def _data_id(fp:dict) -> dict:
@@ -430,7 +429,7 @@ def _data_diff(learn, state:dict) -> str|None:
     if data != state['data']:
         return f"data: the checkpoint's items have fingerprint {str(state['data']['items'])[:12]}, the learner's {str(data['items'])[:12]}"
     if 'global_bs' in state:  # steps of the same items on any number of processes: compare the global batch
-        if global_bs(learn) != state['global_bs']: return f"data: the checkpoint's global batch is {state['global_bs']} items, the learner's {global_bs(learn)} (another batch size?)"
+        if (g := global_bs(learn)) != state['global_bs']: return f"data: the checkpoint's global batch is {state['global_bs']} items, the learner's {g} (another batch size?)"
     elif len(learn.dls.train) != state['n_batches']:  # a checkpoint written before fastrepro recorded the global batch
         return f"data: the checkpoint's epochs have {state['n_batches']} batches, the learner's {len(learn.dls.train)} (another batch size?)"
 

@@ -71,10 +71,10 @@ def tmp_dir() -> Path:
         atexit.register(shutil.rmtree, _TMP, True)
     return _TMP
 
-def _start(repro):
-    "Seed the model's initialisation as a stock notebook does, and the callbacks for the learner's constructor."
+def _start(repro, shards:int=None):
+    "Seed the model's initialisation as a stock notebook does, and the callbacks for the learner's constructor (`shards`: the elastic mode)."
     fastai.torch_core.set_seed(SEED, True)
-    return [ReproCallback(seed=SEED)] if repro else []
+    return [ReproCallback(seed=SEED, shards=shards)] if repro else []
 
 def _index(f) -> int: return int(Path(f).stem.split('_')[0])
 
@@ -294,16 +294,16 @@ def cancer_frame() -> pd.DataFrame:
     return df
 
 @_app('tabular', lambda l: l.fit_one_cycle(2, 1e-2))
-def make_tabular(workers:int, repro:bool=True):
+def make_tabular(workers:int, repro:bool=True, bs:int=32, shards:int=None):
     "TabularDataLoaders.from_df(Categorify, FillMissing, Normalize, valid_idx) on breast cancer; tabular_learner(embed_p=0.1, ps=0.1)."
     from fastai.tabular.all import TabularDataLoaders, Categorify, FillMissing, Normalize, tabular_learner, tabular_config
-    cbs = _start(repro)
+    cbs = _start(repro, shards)
     df = cancer_frame()
     cats = ['radius_bin', 'texture_bin']
     conts = [c for c in df.columns if c not in cats + ['target']]
     dls = TabularDataLoaders.from_df(df, y_names='target', cat_names=cats, cont_names=conts,
                                      procs=[Categorify, FillMissing, Normalize], valid_idx=list(range(0, len(df), 5)),
-                                     bs=32, num_workers=workers)  # `splits=` would be swallowed silently
+                                     bs=bs, num_workers=workers)  # `splits=` would be swallowed silently
     return tabular_learner(dls, layers=[64, 32], config=tabular_config(embed_p=0.1, ps=0.1), metrics=accuracy, cbs=cbs)
 
 # ---------------------------------------------------------------- 6: collab

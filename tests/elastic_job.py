@@ -19,13 +19,12 @@ import torch
 from fastai.vision.all import accuracy, Callback
 import fastai.distributed  # Learner.distrib_ctx
 from fastrepro.learner import repro_learner
-from fastrepro.callback import ReproCallback
 from fastrepro.examples import digits_path, digits_dblock, digits_cnn
 from fastrepro.fingerprint import hash_state_dict
 from fastrepro.manifest import load_manifest
 from fastrepro.resume import ReproCheckpoint
 sys.path.insert(0, str(Path(__file__).parent))
-from apps import cancer_frame
+from apps import make_tabular
 
 warnings.filterwarnings('ignore')
 
@@ -41,14 +40,7 @@ def digits(bs, shards):
     return repro_learner(digits_dblock(every=3), digits_path(), seed=42, model=digits_cnn, bs=bs, num_workers=0,
                          metrics=accuracy, shards=shards)
 
-def tabular(bs, shards):
-    from fastai.tabular.all import TabularDataLoaders, Categorify, FillMissing, Normalize, tabular_learner, tabular_config
-    df = cancer_frame(); cats = ['radius_bin', 'texture_bin']
-    dls = TabularDataLoaders.from_df(df, y_names='target', cat_names=cats, cont_names=[c for c in df.columns if c not in cats + ['target']],
-                                     procs=[Categorify, FillMissing, Normalize], valid_idx=list(range(0, len(df), 5)), bs=bs, num_workers=0)
-    torch.manual_seed(42)  # the model's initialisation
-    return tabular_learner(dls, layers=[64, 32], config=tabular_config(embed_p=0.1, ps=0.1), metrics=accuracy,
-                           cbs=ReproCallback(seed=42, shards=shards))
+def tabular(bs, shards): return make_tabular(0, bs=bs, shards=shards)  # tests/apps.py, with ReproCallback(shards=k)
 
 APPS = dict(digits=digits, tabular=tabular)
 
