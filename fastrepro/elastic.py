@@ -6,6 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/elastic.html.md"""
 
 # %% ../nbs/16_elastic.ipynb #6df86b11
 from __future__ import annotations
+import os
 import torch, torch.nn as nn, torch.nn.functional as F, torch.distributed as dist
 from torch import Tensor
 from fastcore.basics import patch
@@ -17,8 +18,8 @@ from .data import cut_batch, join_batch, _unwrap_loader
 from .manifest import unwrap_model
 
 # %% auto #0
-__all__ = ['REFUSED_CALLBACKS', 'STEP_EVENTS', 'check_shards', 'tree_sum', 'cross_rank_tree', 'ShardedModule', 'ElasticStep',
-           'elastic_refusals', 'GlobalAvg']
+__all__ = ['ELASTIC_THREADS', 'REFUSED_CALLBACKS', 'STEP_EVENTS', 'check_shards', 'tree_sum', 'cross_rank_tree', 'ShardedModule',
+           'ElasticStep', 'elastic_refusals', 'GlobalAvg', 'process_bs']
 
 # %% ../nbs/16_elastic.ipynb #6a1c19d4
 def check_shards(shards, caller='ReproCallback') -> int:
@@ -110,6 +111,8 @@ def _train_shard(self:ShardedModule, i:int, shard:tuple, keep:list):
         return self.inner(*shard)
 
 # %% ../nbs/16_elastic.ipynb #c13f319d
+ELASTIC_THREADS = 1  # torch's intra-op threads per process during an elastic fit on a CPU: torchrun's count for several processes
+
 class ElasticStep(Callback):
     "The elastic mode's training step: k shards, each forward and backward alone, every sum over shards in one fixed tree."
     order = 12  # after fastai's DistributedTrainer (11), which wraps the model and the loaders
@@ -164,6 +167,8 @@ def _start(self:ElasticStep):
     self.streams.shard_size, self.world_size = self.shard_size, W
     self.sharded = ShardedModule(unwrap_model(self.learn.model), self.shard_size, first=rank * (self.shards // W))
     self.learn.model = self.sharded
+    self.threads = torch.get_num_threads() if self.sharded.device.type == 'cpu' else None  # restored by `_stop`
+    if self.threads: torch.set_num_threads(ELASTIC_THREADS)
     self._global_metrics()
 
 # %% ../nbs/16_elastic.ipynb #6e54603f
@@ -172,6 +177,7 @@ def _stop(self:ElasticStep):
     if self.sharded is None: return
     if self.learn.model is self.sharded: self.learn.model = self.sharded.module  # else DistributedTrainer has unwrapped it
     self.sharded.release(); self.streams.shard_size, self.sharded = None, None
+    if self.threads: torch.set_num_threads(self.threads)
     self._own_metrics()
 
 # %% ../nbs/16_elastic.ipynb #99af03ee
@@ -255,5 +261,12 @@ def _own_metrics(self:ElasticStep): self.learn.recorder.loss, self.learn.metrics
 # %% ../nbs/16_elastic.ipynb #a4b9c3ae
 @patch
 def before_manifest(self:ElasticStep, m:dict):
-    "The mode in the run's manifest, among the hyperparameters: k and the shard size (the world size is in its `hardware.topology`)."
-    if self.sharded is not None: m['hyperparameters']['elastic'] = dict(shards=self.shards, shard_size=self.shard_size)
+    "The mode in the run's manifest, among the hyperparameters: k, the shard size and the pinned threads (the world size is in its `hardware.topology`)."
+    if self.sharded is not None: m['hyperparameters']['elastic'] = dict(shards=self.shards, shard_size=self.shard_size, threads=ELASTIC_THREADS if self.threads else None)
+
+# %% ../nbs/16_elastic.ipynb #c434d153
+def process_bs(global_bs:int) -> int:
+    "This process's `bs` for a global batch of `global_bs` over the processes `torchrun` started (all of it in a plain process)."
+    W = int(os.environ.get('WORLD_SIZE', 1))
+    if check_count(global_bs, 'global_bs', 'process_bs') % W: raise ValueError(f"process_bs: `global_bs`={global_bs} does not split evenly over {W} processes")
+    return global_bs // W

@@ -6,12 +6,12 @@ Docs: https://fastrepro.github.io/fastrepro/resume.html.md"""
 
 # %% ../nbs/11_resume.ipynb #8b634cb1
 from __future__ import annotations
-import hashlib, inspect, json, os, pickle, re, shutil, signal, subprocess, sys, tempfile, threading, time, warnings
+import contextlib, hashlib, inspect, json, os, pickle, re, shutil, signal, subprocess, sys, tempfile, threading, time, warnings
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple
-import cloudpickle, numpy as np, torch
+import cloudpickle, numpy as np, torch, torch.distributed as dist
 from fastcore.basics import patch, noop
 from fastcore.foundation import L
 from fastai.learner import Learner, Recorder
@@ -24,7 +24,7 @@ from . import __version__
 from .seed import KEY_SCHEME, rng_states, active_purpose_seeds
 from .data import release_dls, _unwrap_loader
 from .callback import ReproCallback
-from .elastic import _world
+from .elastic import _world, ELASTIC_THREADS
 from .fingerprint import hash_file
 from .verify import FreshRunError, fresh_env, fresh_tempdir, pack_for_child, unpack_in_child, _bits_equal
 from .manifest import _atomic_write, _fsync_dir, _data_fingerprint, remove_orphans, write_manifest, load_manifest, file_artifact, unwrap_model
@@ -341,9 +341,10 @@ def global_bs(learn) -> int:
     return learn.dls.train.bs * _world()[1]
 
 def numerics(learn) -> dict:
-    "What a fit's bits depend on besides its state and data: torch's version, the device type, and on a CPU the intra-op thread count."
+    "What a fit's bits depend on besides its state and data: torch's version, the device type, and on a CPU the intra-op thread count it trains with."
     device = torch.device(getattr(learn.dls, 'device', None) or 'cpu').type  # the loaders': fastai moves the model there only as a fit starts
-    return dict(torch=torch.__version__, device=device, threads=torch.get_num_threads() if device == 'cpu' else None)
+    threads = None if device != 'cpu' else ELASTIC_THREADS if fit_topology(learn)['shards'] else torch.get_num_threads()  # the mode pins its own
+    return dict(torch=torch.__version__, device=device, threads=threads)
 
 def fit_topology(learn) -> dict:
     "The processes a fit runs on, and its elastic mode (`ReproCallback(shards=k)`), on which resuming elsewhere depends."
@@ -628,14 +629,17 @@ def resume(learn:Learner, # `learn` rather than `self`, so the manifest records 
 
 # %% ../nbs/11_resume.ipynb #d7663b2f
 class _KillAfter(Callback):
-    "Kills this process with SIGKILL right after the `at`-th checkpoint it writes: a real, unannounced interruption."
+    "Kills this process with SIGKILL right after the `at`-th checkpoint it writes: a real, unannounced interruption. Under `torchrun`, every rank."
     order = ReproCheckpoint.order + 1
-    def __init__(self, at:int): self.at = at
+    def __init__(self, at:int, marker=None): self.at, self.marker = at, marker  # `marker`: a file rank 0 creates just before the kill
     def _check(self):
         cks = [ck for ck in self.learn.cbs if isinstance(ck, ReproCheckpoint)]
         for ck in cks: ck.wait()  # the checkpoint is on disk before the kill
-        if sum(ck.n_saved for ck in cks) >= self.at:
-            sys.stdout.flush(); os.kill(os.getpid(), signal.SIGKILL)
+        rank, W = _world()
+        kill = [sum(ck.n_saved for ck in cks) >= self.at]  # rank 0 writes the checkpoints, so rank 0 counts them
+        if kill[0] and rank == 0 and self.marker: Path(self.marker).touch()  # before any rank dies: torchrun then stops the others
+        if W > 1: dist.broadcast_object_list(kill, src=0)
+        if kill[0]: sys.stdout.flush(); os.kill(os.getpid(), signal.SIGKILL)
     def after_batch(self): self._check()
     def after_epoch(self): self._check()
 
@@ -647,6 +651,18 @@ def _final_state(learn) -> dict:
 # %% ../nbs/11_resume.ipynb #834ef47c
 _CHILD = "import sys; from fastrepro.resume import _child_main; _child_main(*sys.argv[1:])"
 
+def _launch(procs:int, folder:Path) -> list:
+    "The command that starts a run: `python -c` for one process, `torchrun` for several (it runs a file, so the child is written to one)."
+    if procs == 1: return [sys.executable, '-c', _CHILD]
+    (script := folder/'child.py').write_text(_CHILD + '\n')
+    return [sys.executable, '-m', 'torch.distributed.run', '--standalone', f'--nproc_per_node={procs}', str(script)]
+
+def _processes(learn):
+    "Under `torchrun`, fastai's `distrib_ctx` (gloo on a CPU; no SyncBatchNorm, which the elastic mode refuses); alone, nothing."
+    if int(os.environ.get('WORLD_SIZE', 1)) == 1: return contextlib.nullcontext()
+    import fastai.distributed  # adds Learner.distrib_ctx
+    return learn.distrib_ctx(sync_bn=False, cpu=not torch.cuda.is_available())
+
 # %% ../nbs/11_resume.ipynb #e74ed6a8
 def _child_main(payload_path, out_path):
     make_learner, fit, o = unpack_in_child(Path(payload_path).read_bytes())
@@ -655,21 +671,31 @@ def _child_main(payload_path, out_path):
     learn = make_learner() if o['num_workers'] is None else make_learner(num_workers=o['num_workers'])
     learn.model_dir = o['models']  # absolute: checkpoints and SaveModelCallback's files stay in the run's folder
     if o['cut'] is not None: learn.add_cb(ReproCheckpoint(every=o['cut'], keep=None))
-    if o['kill_at'] is not None: learn.add_cb(_KillAfter(o['kill_at']))
-    with learn.no_bar(), learn.no_logging():
+    if o['kill_at'] is not None: learn.add_cb(_KillAfter(o['kill_at'], marker=f'{out_path}.killed'))
+    with learn.no_bar(), learn.no_logging(), _processes(learn):
         if o['resume']: learn.resume(fit=fit, omit=o['omit'])
         else: fit(learn)
-    torch.save(_final_state(learn), out_path)
+    if int(os.environ.get('RANK', 0)) == 0: torch.save(_final_state(learn), out_path)  # every rank holds the same state
 
 # %% ../nbs/11_resume.ipynb #bbb846bc
-def _run_child(make_learner, fit, folder:Path, tag:str, timeout=None, **opts) -> dict|None:
-    "One fresh process; its result, or None when it was killed by SIGKILL as planned."
+def _run(cmd:list, env:dict, timeout=None) -> subprocess.CompletedProcess:
+    "`subprocess.run`, except that a run past `timeout` gets SIGTERM first: torchrun passes it on and stops its ranks."
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd(), env=env)
+    try: out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.terminate()
+        try: p.communicate(timeout=60)
+        except subprocess.TimeoutExpired: p.kill(); p.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+def _run_child(make_learner, fit, folder:Path, tag:str, timeout=None, procs:int=1, **opts) -> dict|None:
+    "One fresh run on `procs` processes; its result, or None when it was killed by SIGKILL as planned."
     folder.mkdir(parents=True, exist_ok=True)
     pin, pout = folder/f'{tag}.payload', folder/f'{tag}.pt'
     pin.write_bytes(pack_for_child((make_learner, fit, dict(dict(threads=1, num_workers=None, cut=None, kill_at=None, resume=False, omit=()), models=str(folder/'models'), **opts))))
-    res = subprocess.run([sys.executable, '-c', _CHILD, str(pin), str(pout)], capture_output=True, text=True, timeout=timeout,
-                         cwd=os.getcwd(), env=fresh_env(folder/'runs'))
-    if res.returncode == -signal.SIGKILL and opts.get('kill_at') is not None: return None
+    res = _run(_launch(procs, folder) + [str(pin), str(pout)], fresh_env(folder/'runs'), timeout)
+    if opts.get('kill_at') is not None and res.returncode != 0 and Path(f'{pout}.killed').exists(): return None  # torchrun exits 1
     if res.returncode != 0: raise FreshRunError(res.returncode, res.stderr, tag)
     if opts.get('kill_at') is not None: raise RuntimeError(f"the {tag} run ended before its checkpoint number {opts['kill_at']}: cut earlier")
     return dict(torch.load(pout, weights_only=True), manifests=_fit_manifests(folder/'runs'))
@@ -715,8 +741,9 @@ def first_difference(a:dict, b:dict) -> tuple|None:
 # %% ../nbs/11_resume.ipynb #e653f09e
 class ResumeReport:
     "What `verify_resume` found: whether the interrupted and resumed run ended bitwise-equal to the uninterrupted one, and if not, where first."
-    def __init__(self, cut, at, omit, reference:dict, resumed:dict, seconds:float):
+    def __init__(self, cut, at, omit, reference:dict, resumed:dict, seconds:float, procs:tuple=(1,)):
         self.cut, self.at, self.omit, self.reference, self.resumed, self.seconds = cut, at, tuple(omit), reference, resumed, seconds
+        self.procs = tuple(procs)  # processes per run: the killed one's (and the reference's), then each resume's
         self.difference = first_difference(reference, resumed)
         self.identical = self.difference is None
         self.resumed_from = [r for m in resumed['manifests'] for r in m.get('resumed_from') or []]  # every resume, fit by fit
@@ -732,6 +759,7 @@ def _short(v):
 def __repr__(self:ResumeReport):
     where = ', '.join(f"fit {p['fit']} epoch {p['epoch']} batch {p['batch']}" for p in self.resumed_from) or 'nowhere'
     head = f"cut every {self.cut!r}, killed after checkpoint {self.at}, resumed at {where}" + (f", omitting {list(self.omit)}" if self.omit else '')
+    if set(self.procs) != {1}: head += f", on {' then '.join(map(str, self.procs))} processes"
     if self.identical: return f"{head}: bitwise identical to the uninterrupted run ({self.seconds:.0f} s)"
     path, a, b = self.difference
     return f"{head}: DIFFERS first at {path}: {_short(a)} uninterrupted, {_short(b)} resumed ({self.seconds:.0f} s)"
@@ -741,20 +769,27 @@ def __repr__(self:ResumeReport):
 def show(self:ResumeReport): print(repr(self))
 
 # %% ../nbs/11_resume.ipynb #fe6f59d5
-def _resume_chain(make_learner, fit, folder:Path, cut, ats:tuple, omit, **kw) -> dict:
-    "After the first kill in `folder`: each next run resumes and is killed after its `ats[i]`; the last resumes to the end."
-    for i, k in enumerate(ats[1:], 1): _run_child(make_learner, fit, folder, f'killed{i}', cut=cut, kill_at=k, resume=True, omit=omit, **kw)
-    return _run_child(make_learner, fit, folder, 'resumed', cut=cut, resume=True, omit=omit, **kw)
+def _resume_chain(make_learner, fit, folder:Path, cut, ats:tuple, omit, procs:tuple, **kw) -> dict:
+    "After the first kill in `folder`: each next run resumes on `procs[i]` processes and is killed after its `ats[i]`; the last resumes to the end."
+    for i, k in enumerate(ats[1:], 1): _run_child(make_learner, fit, folder, f'killed{i}', cut=cut, kill_at=k, resume=True, omit=omit, procs=procs[i], **kw)
+    return _run_child(make_learner, fit, folder, 'resumed', cut=cut, resume=True, omit=omit, procs=procs[-1], **kw)
 
 # %% ../nbs/11_resume.ipynb #fcbda6f4
-def _kill_and_resume(make_learner, fit, folder:Path, cut, ats:tuple, omit, controls=(), **kw) -> tuple:
+def _kill_and_resume(make_learner, fit, folder:Path, cut, ats:tuple, omit, procs:tuple, controls=(), **kw) -> tuple:
     "The first run in `folder`, killed after checkpoint `ats[0]`, then its resume chain; and each control's chain from a copy of that kill."
-    _run_child(make_learner, fit, folder, 'killed0', cut=cut, kill_at=ats[0], **kw)  # `omit` acts only in a resume
+    _run_child(make_learner, fit, folder, 'killed0', cut=cut, kill_at=ats[0], procs=procs[0], **kw)  # `omit` acts only in a resume
     copies = {c: shutil.copytree(folder, folder.with_name(f'{folder.name}-without-{c}')) for c in controls}
-    resumed = _resume_chain(make_learner, fit, folder, cut, ats, omit, **kw)
-    return resumed, {c: _resume_chain(make_learner, fit, Path(copies[c]), cut, ats, (c,), **kw) for c in controls}
+    resumed = _resume_chain(make_learner, fit, folder, cut, ats, omit, procs, **kw)
+    return resumed, {c: _resume_chain(make_learner, fit, Path(copies[c]), cut, ats, (c,), procs, **kw) for c in controls}
 
 # %% ../nbs/11_resume.ipynb #03ac5b35
+def _check_procs(procs, runs:int) -> tuple:
+    "`procs` as one count of processes per run: the killed run's (and the reference's), then each resume's."
+    ps = (procs,) * runs if isinstance(procs, int) else tuple(procs) if isinstance(procs, (tuple, list)) else ()
+    if len(ps) != runs or not all(_positive_int(p) for p in ps):
+        raise ValueError(f"`procs` must be a positive int, or a tuple of {runs} of them (the killed run's, then each resume's), got {procs!r}")
+    return ps
+
 def verify_resume(make_learner, # returns a fresh Learner with ReproCallback; takes `num_workers` if that is given
                   fit, # trains it, e.g. `lambda l: l.fit_one_cycle(3, 1e-2)`
                   cut='epoch', # ReproCheckpoint's `every`: 'epoch' or a number of batches
@@ -763,17 +798,19 @@ def verify_resume(make_learner, # returns a fresh Learner with ReproCallback; ta
                   omit=(), # parts of the state the resume leaves out (`OMITTABLE`): a negative control must differ
                   controls=(), # parts to leave out one at a time in extra resumes of the same kill (`report.controls`): each must differ
                   reference:dict=None, # an earlier report's `reference` (the same `make_learner`, `fit`, workers) to reuse
-                  timeout:float=None) -> ResumeReport: # seconds per process
+                  timeout:float=None, # seconds per run
+                  procs=1) -> ResumeReport: # processes per run (several: `torchrun`); a tuple: the killed run's (and the reference's), then each resume's
     "Run `fit` uninterrupted, and cut by SIGKILL then resumed, each in fresh processes; compare weights, optimizer and metrics bitwise."
     ats = (at,) if isinstance(at, int) else tuple(at)
     if not ats or any(not isinstance(a, int) or isinstance(a, bool) or a < 1 for a in ats): raise ValueError(f"`at` must be a positive int or a tuple of them, got {at!r}")
+    procs = _check_procs(procs, len(ats) + 1)
     ReproCheckpoint(every=cut); omit, controls = _check_omit(omit), _check_omit(controls, 'controls')  # bad input fails here, not in a child
     if both := [c for c in controls if c in omit]: raise ValueError(f"`controls` {both} are left out of the resume already (`omit`): such a control is the resume itself")
     t0, kw = time.time(), dict(num_workers=num_workers, timeout=timeout)
     with fresh_tempdir('resume') as d, ThreadPoolExecutor(1) as pool:
-        ref = pool.submit(_run_child, make_learner, fit, Path(d)/'reference', 'uninterrupted', **kw) if reference is None else None
-        resumed, left_out = _kill_and_resume(make_learner, fit, Path(d)/'interrupted', cut, ats, omit, controls, **kw)
+        ref = pool.submit(_run_child, make_learner, fit, Path(d)/'reference', 'uninterrupted', procs=procs[0], **kw) if reference is None else None
+        resumed, left_out = _kill_and_resume(make_learner, fit, Path(d)/'interrupted', cut, ats, omit, procs, controls, **kw)
         reference = reference if ref is None else ref.result()
-    report = ResumeReport(cut, at, omit, reference, resumed, time.time() - t0)
-    report.controls = {c: ResumeReport(cut, at, (c,), reference, r, report.seconds) for c, r in left_out.items()}
+    report = ResumeReport(cut, at, omit, reference, resumed, time.time() - t0, procs)
+    report.controls = {c: ResumeReport(cut, at, (c,), reference, r, report.seconds, procs) for c, r in left_out.items()}
     return report

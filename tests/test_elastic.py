@@ -52,7 +52,7 @@ def test_the_mode_off_differs_across_processes(worlds):
 @pytest.mark.parametrize('app', APPS)
 def test_the_manifest_records_the_mode_and_diff_calls_the_topology_harmless(worlds, app):
     for w in (1, 2, 4):
-        assert worlds[w][0][app]['elastic'] == dict(shards=4, shard_size=16, world_size=w)
+        assert worlds[w][0][app]['elastic'] == dict(shards=4, shard_size=16, threads=1, world_size=w)
     one, two, four = (load_manifest(worlds[w][0][app]['manifest']) for w in (1, 2, 4))
     for a, b in ((two, four), (one, four)):  # torchrun against torchrun, and a plain process against torchrun
         d = diff_manifests(a, b)
