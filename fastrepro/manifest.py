@@ -67,6 +67,14 @@ def package_source(dist:metadata.Distribution) -> str|dict:
 # %% ../nbs/07_manifest.ipynb #2f9e103c
 _DISTS = {}
 
+# %% ../nbs/07_manifest.ipynb #25b51a97
+def _name_version(d:metadata.Distribution) -> tuple:
+    "(Name, Version) from the header of `d`'s metadata alone: `d.metadata` parses the whole file, long description included, with the email parser (ten times slower, and every fit's manifest reads every distribution)."
+    head, fields = (d.read_text('METADATA') or d.read_text('PKG-INFO') or '').split('\n\n', 1)[0], {}
+    for line in head.splitlines():
+        if ':' in line and not line[:1].isspace(): k, v = line.split(':', 1); fields.setdefault(k, v.strip())
+    return fields.get('Name', ''), fields.get('Version') or None
+
 # %% ../nbs/07_manifest.ipynb #92414a13
 def _distributions() -> dict:
     "{name: (version, source, installed by an installer)} of every installed distribution, cached per `sys.path` (re-read when a site folder changes)."
@@ -76,8 +84,9 @@ def _distributions() -> dict:
         # in `sys.path` order, the first of a name is the one Python imports; but a setuptools build leaves `<name>.egg-info`
         # in its source folder, found first when that folder is the working directory: an installer's record (INSTALLER) wins
         for d in metadata.distributions():
-            name, installed = (d.metadata['Name'] or '').lower(), d.read_text('INSTALLER') is not None
-            if name and (name not in found or installed and not found[name][2]): found[name] = (d.version, package_source(d), installed)
+            (name, version), installed = _name_version(d), d.read_text('INSTALLER') is not None
+            name = name.lower()
+            if name and (name not in found or installed and not found[name][2]): found[name] = (version, package_source(d), installed)
         _DISTS.clear(); _DISTS[stamp] = dict(sorted(found.items()))
     return _DISTS[stamp]
 
