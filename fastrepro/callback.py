@@ -204,9 +204,9 @@ class _AfterAll(Callback):
 
 # %% ../nbs/02_callback.ipynb #0732f9a8
 @patch
-def _progress(self:ReproCallback):
+def _progress(self:ReproCallback, force:bool=False):
     "After an epoch, once the `Recorder` has its values: rewrite the `running` manifest, so a killed fit says how far it got."
-    if self.m is None or time.monotonic() - self.written < PROGRESS_EVERY_S: return  # epochs of milliseconds: not every one
+    if self.m is None or not force and time.monotonic() - self.written < PROGRESS_EVERY_S: return  # epochs of milliseconds: not every one
     try: self.learn.repro_manifest = record_progress(self.learn, self.m, self.runs_dir)
     except OSError as e: warnings.warn(f"fastrepro could not record the fit's progress (training goes on): {e!r}")
     self.written = time.monotonic()

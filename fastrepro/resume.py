@@ -239,8 +239,8 @@ def after_batch(self:ReproCheckpoint):
 
 # %% ../nbs/11_resume.ipynb #26380235
 @patch
-def after_epoch(self:ReproCheckpoint):
-    if self.on and self.every == 'epoch': self.save(self.epoch + 1, 0)
+def after_epoch(self:ReproCheckpoint):  # the epoch is in the manifest that lists its checkpoint, even if the fit is killed right after
+    if self.on and self.every == 'epoch': _active_repro(self.learn)._progress(force=True); self.save(self.epoch + 1, 0)
 
 # %% ../nbs/11_resume.ipynb #33ed46b4
 @patch
@@ -651,12 +651,14 @@ def _final_state(learn) -> dict:
 # %% ../nbs/11_resume.ipynb #834ef47c
 _CHILD = "import sys; from fastrepro.resume import _child_main; _child_main(*sys.argv[1:])"
 
+# %% ../nbs/11_resume.ipynb #b2070659
 def _launch(procs:int, folder:Path) -> list:
     "The command that starts a run: `python -c` for one process, `torchrun` for several (it runs a file, so the child is written to one)."
     if procs == 1: return [sys.executable, '-c', _CHILD]
-    (script := folder/'child.py').write_text(_CHILD + '\n')
-    return [sys.executable, '-m', 'torch.distributed.run', '--standalone', f'--nproc_per_node={procs}', str(script)]
+    (folder/'child.py').write_text(_CHILD + '\n')
+    return [sys.executable, '-m', 'torch.distributed.run', '--standalone', f'--nproc_per_node={procs}', str(folder/'child.py')]
 
+# %% ../nbs/11_resume.ipynb #079a7e82
 def _processes(learn):
     "Under `torchrun`, fastai's `distrib_ctx` (gloo on a CPU; no SyncBatchNorm, which the elastic mode refuses); alone, nothing."
     if int(os.environ.get('WORLD_SIZE', 1)) == 1: return contextlib.nullcontext()
@@ -689,6 +691,7 @@ def _run(cmd:list, env:dict, timeout=None) -> subprocess.CompletedProcess:
         raise
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
+# %% ../nbs/11_resume.ipynb #83e39a91
 def _run_child(make_learner, fit, folder:Path, tag:str, timeout=None, procs:int=1, **opts) -> dict|None:
     "One fresh run on `procs` processes; its result, or None when it was killed by SIGKILL as planned."
     folder.mkdir(parents=True, exist_ok=True)

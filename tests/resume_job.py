@@ -20,7 +20,7 @@ warnings.filterwarnings('ignore')
 def stock(folder, mode):
     "Stock fastai, seeded as its docs say; every mode builds the learner identically."
     fastai.torch_core.set_seed(42, True)
-    learn = Learner(digits_dblock().dataloaders(digits_path(), bs=64, num_workers=0), digits_cnn(), metrics=accuracy)
+    learn = Learner(digits_dblock(every=3).dataloaders(digits_path(), bs=64, num_workers=0), digits_cnn(), metrics=accuracy)
     learn.model_dir = Path(folder)/'models'
     with learn.no_bar(), learn.no_logging():
         if mode == 'full': learn.fit_one_cycle(2, 1e-2)
@@ -49,7 +49,7 @@ def writer(folder):
     with learn.no_bar(), learn.no_logging(): learn.fit(100, 1e-3, cbs=ReproCheckpoint(every=1, keep=2))
 
 def mlflow(folder, mode):
-    learn = repro_learner(digits_dblock(), digits_path(), seed=42, model=digits_cnn, num_workers=0, metrics=accuracy, mlflow=True)
+    learn = repro_learner(digits_dblock(every=3), digits_path(), seed=42, model=digits_cnn, num_workers=0, metrics=accuracy, mlflow=True)
     learn.model_dir = Path(folder)/'models'
     with learn.no_bar(), learn.no_logging():
         if mode == 'cut': learn.fit_one_cycle(3, 1e-2, cbs=[ReproCheckpoint(), _KillAfter(2)])

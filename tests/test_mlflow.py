@@ -69,7 +69,7 @@ def runs(tmp_path, monkeypatch):
     return tmp_path/'runs'
 
 def _digits(seed=42, lr=1e-2, mlflow=False):
-    return repro_learner(digits_dblock(), digits_path(), seed=seed, model=digits_cnn, num_workers=0, metrics=accuracy, mlflow=mlflow)
+    return repro_learner(digits_dblock(every=3), digits_path(), seed=seed, model=digits_cnn, num_workers=0, metrics=accuracy, mlflow=mlflow)
 
 def _fit(learn, lr=1e-2): learn.fit(1, lr)
 
