@@ -57,7 +57,7 @@ def before_fit(self:ReproCallback):
     if self.learn.lock.locked(): return self._begin_eval()  # validate, get_preds: free passes, and nothing reseeded
     _clear_unfinished(self.learn)
     elastic = [cb for cb in self.learn.cbs if isinstance(cb, ElasticStep)]
-    for cb in elastic: cb._stop()  # what an elastic fit that raised left wrapped, before `distrib_ctx` wraps the model again
+    for cb in elastic: cb._stop()  # what an elastic fit that raised outside its epochs left wrapped, before `distrib_ctx` wraps again
     if self.shards and not elastic: self.learn.add_cb(ElasticStep(self.shards))  # it starts at the fit's first epoch
     self.rng, self.counted, self.stop, self.m, self.ops, self.epochs = rng_states(), False, None, None, None, None
     self.fit_seed, self.n = self._resolve('seed', 42), getattr(self.learn, 'repro_fits', 0)
@@ -276,7 +276,10 @@ def _failed(self:ReproCallback, e:BaseException):
     try:
         if self.m is not None: self._end('cancelled' if isinstance(e, KeyboardInterrupt) else 'failed', e)
     except Exception as w: warnings.warn(f"fastrepro could not write the manifest of the fit that raised {e!r}: {w!r}")
-    finally: self._leave()
+    finally:
+        self._leave()
+        for cb in self.learn.cbs:
+            if isinstance(cb, ElasticStep): cb._stop()  # fastai runs no after_fit: the model unwrapped, the caller's threads back
 
 # %% ../nbs/02_callback.ipynb #5826e8f5
 class _FailedFitGuard:

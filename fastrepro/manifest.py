@@ -70,10 +70,11 @@ _DISTS = {}
 # %% ../nbs/07_manifest.ipynb #25b51a97
 def _name_version(d:metadata.Distribution) -> tuple:
     "(Name, Version) from the header of `d`'s metadata alone: `d.metadata` parses the whole file, long description included, with the email parser (ten times slower, and every fit's manifest reads every distribution)."
-    head, fields = (d.read_text('METADATA') or d.read_text('PKG-INFO') or '').split('\n\n', 1)[0], {}
-    for line in head.splitlines():
-        if ':' in line and not line[:1].isspace(): k, v = line.split(':', 1); fields.setdefault(k, v.strip())
-    return fields.get('Name', ''), fields.get('Version') or None
+    text = d.read_text('METADATA') or d.read_text('PKG-INFO') or d.read_text('') or ''  # the files `d.metadata` reads, in its order ('': a one-file .egg-info)
+    fields = {}
+    for line in re.split(r'\r?\n\r?\n', text, maxsplit=1)[0].splitlines():
+        if ':' in line and not line[:1].isspace(): k, v = line.split(':', 1); fields.setdefault(k.strip().lower(), v.strip())
+    return fields.get('name', ''), fields.get('version') or None
 
 # %% ../nbs/07_manifest.ipynb #92414a13
 def _distributions() -> dict:

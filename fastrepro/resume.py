@@ -240,7 +240,8 @@ def after_batch(self:ReproCheckpoint):
 # %% ../nbs/11_resume.ipynb #26380235
 @patch
 def after_epoch(self:ReproCheckpoint):  # the epoch is in the manifest that lists its checkpoint, even if the fit is killed right after
-    if self.on and self.every == 'epoch': _active_repro(self.learn)._progress(force=True); self.save(self.epoch + 1, 0)
+    if not (self.on and self.every == 'epoch'): return
+    self.wait(); _active_repro(self.learn)._progress(force=True); self.save(self.epoch + 1, 0)  # the last write done: one writer of the manifest
 
 # %% ../nbs/11_resume.ipynb #33ed46b4
 @patch
@@ -652,6 +653,7 @@ def _final_state(learn) -> dict:
 _CHILD = "import sys; from fastrepro.resume import _child_main; _child_main(*sys.argv[1:])"
 
 # %% ../nbs/11_resume.ipynb #b2070659
+_LAUNCH_VARS = ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'GROUP_RANK', 'ROLE_RANK', 'ROLE_WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT')
 def _launch(procs:int, folder:Path) -> list:
     "The command that starts a run: `python -c` for one process, `torchrun` for several (it runs a file, so the child is written to one)."
     if procs == 1: return [sys.executable, '-c', _CHILD]
@@ -681,13 +683,13 @@ def _child_main(payload_path, out_path):
 
 # %% ../nbs/11_resume.ipynb #bbb846bc
 def _run(cmd:list, env:dict, timeout=None) -> subprocess.CompletedProcess:
-    "`subprocess.run`, except that a run past `timeout` gets SIGTERM first: torchrun passes it on and stops its ranks."
+    "`subprocess.run`, except that a run stopped early (past `timeout`, or interrupted) gets SIGTERM first: torchrun passes it on and stops its ranks."
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=os.getcwd(), env=env)
     try: out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    except BaseException:
         p.terminate()
-        try: p.communicate(timeout=60)
-        except subprocess.TimeoutExpired: p.kill(); p.communicate()
+        try: p.wait(60)  # not `communicate`: a rank that outlived torchrun would hold the pipes open
+        except subprocess.TimeoutExpired: p.kill(); p.wait()
         raise
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
@@ -697,7 +699,8 @@ def _run_child(make_learner, fit, folder:Path, tag:str, timeout=None, procs:int=
     folder.mkdir(parents=True, exist_ok=True)
     pin, pout = folder/f'{tag}.payload', folder/f'{tag}.pt'
     pin.write_bytes(pack_for_child((make_learner, fit, dict(dict(threads=1, num_workers=None, cut=None, kill_at=None, resume=False, omit=()), models=str(folder/'models'), **opts))))
-    res = _run(_launch(procs, folder) + [str(pin), str(pout)], fresh_env(folder/'runs'), timeout)
+    env = {k: v for k, v in fresh_env(folder/'runs').items() if k not in _LAUNCH_VARS and not k.startswith('TORCHELASTIC_')}  # a caller under torchrun
+    res = _run(_launch(procs, folder) + [str(pin), str(pout)], env, timeout)
     if opts.get('kill_at') is not None and res.returncode != 0 and Path(f'{pout}.killed').exists(): return None  # torchrun exits 1
     if res.returncode != 0: raise FreshRunError(res.returncode, res.stderr, tag)
     if opts.get('kill_at') is not None: raise RuntimeError(f"the {tag} run ended before its checkpoint number {opts['kill_at']}: cut earlier")
@@ -800,7 +803,7 @@ def verify_resume(make_learner, # returns a fresh Learner with ReproCallback; ta
                   num_workers:int=None, # DataLoader workers in every run
                   omit=(), # parts of the state the resume leaves out (`OMITTABLE`): a negative control must differ
                   controls=(), # parts to leave out one at a time in extra resumes of the same kill (`report.controls`): each must differ
-                  reference:dict=None, # an earlier report's `reference` (the same `make_learner`, `fit`, workers) to reuse
+                  reference:dict=None, # an earlier report's `reference` (the same `make_learner`, `fit`, workers, and processes unless in the elastic mode) to reuse
                   timeout:float=None, # seconds per run
                   procs=1) -> ResumeReport: # processes per run (several: `torchrun`); a tuple: the killed run's (and the reference's), then each resume's
     "Run `fit` uninterrupted, and cut by SIGKILL then resumed, each in fresh processes; compare weights, optimizer and metrics bitwise."
