@@ -205,7 +205,7 @@ def env_vars(environ=None) -> dict:
     return {k: redact(v) for k, v in sorted(environ.items()) if _allowed(k) and not _SECRET_NAME.search(k)}
 
 # %% ../nbs/07_manifest.ipynb #1cd8f42e
-_LAUNCH_VARS = ('MASTER_ADDR', 'MASTER_PORT', 'RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE')  # a launcher's, per launch
+_LAUNCH_VARS = ('MASTER_ADDR', 'MASTER_PORT', 'RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'GROUP_RANK', 'ROLE_RANK', 'ROLE_WORLD_SIZE')  # a launcher's, per launch
 
 def _replayed_vars(m:dict, skip=()) -> dict:
     "The recorded variables a rerun of `m` sets (not a launcher's, nor `skip`), with the intra-op thread count as OMP_NUM_THREADS if unset."

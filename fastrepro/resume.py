@@ -27,7 +27,7 @@ from .callback import ReproCallback
 from .elastic import _world, ELASTIC_THREADS
 from .fingerprint import hash_file
 from .verify import FreshRunError, fresh_env, fresh_tempdir, pack_for_child, unpack_in_child, _bits_equal
-from .manifest import _atomic_write, _fsync_dir, _data_fingerprint, remove_orphans, write_manifest, load_manifest, file_artifact, unwrap_model
+from .manifest import _atomic_write, _fsync_dir, _data_fingerprint, remove_orphans, write_manifest, load_manifest, file_artifact, unwrap_model, _LAUNCH_VARS
 
 # %% auto #0
 __all__ = ['CHECKPOINT_FORMAT', 'CHECKPOINT_VERSION', 'CALLBACK_STATE', 'OMITTABLE', 'to_plain', 'encode_args', 'decode_args',
@@ -653,7 +653,6 @@ def _final_state(learn) -> dict:
 _CHILD = "import sys; from fastrepro.resume import _child_main; _child_main(*sys.argv[1:])"
 
 # %% ../nbs/11_resume.ipynb #b2070659
-_LAUNCH_VARS = ('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'GROUP_RANK', 'ROLE_RANK', 'ROLE_WORLD_SIZE', 'MASTER_ADDR', 'MASTER_PORT')
 def _launch(procs:int, folder:Path) -> list:
     "The command that starts a run: `python -c` for one process, `torchrun` for several (it runs a file, so the child is written to one)."
     if procs == 1: return [sys.executable, '-c', _CHILD]
