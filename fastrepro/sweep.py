@@ -337,12 +337,20 @@ def _manifest_of(run) -> dict:
     return load_manifest(run)
 
 # %% ../nbs/09_sweep.ipynb #8a27ca8f
+def _recorded_manifest(run:dict) -> dict|None:
+    "The manifest of a sweep's run record, when it is on disk."
+    p = next((p for p in run.get('manifests', []) if Path(p).exists()), None)
+    return load_manifest(p) if p else None
+
+def _manifests(sweep, n:int) -> list:
+    "The manifests of the sweep's first `n` completed seeds whose manifest is on disk."
+    found = (m for s in sweep.completed if (m := _recorded_manifest(sweep.runs[s])))
+    return [m for _, m in zip(range(n), found)]
+
 @patch
 def reference_manifest(self:Sweep) -> dict|None:
     "The first completed seed's manifest, which stands for the sweep's data, code and environment."
-    for s in self.completed:
-        for p in self.runs[s].get('manifests', []):
-            if Path(p).exists(): return load_manifest(p)
+    return next(iter(_manifests(self, 1)), None)
 
 # %% ../nbs/09_sweep.ipynb #22c75af5
 class BandCheck:
@@ -371,10 +379,16 @@ def check(self:Sweep, run, metric:str='accuracy', level:float=0.95) -> BandCheck
     return BandCheck(metric, final[metric], self.band(metric, level), v.mean(), v.std(ddof=1), notes)
 
 # %% ../nbs/09_sweep.ipynb #48aaa9f5
+def _seed_varied(sweep:Sweep) -> set:
+    "The data and hyperparameter fields in which the sweep's first two runs differ: its seeds vary them (a random split, the initial weights)."
+    ms = _manifests(sweep, 2)  # code, environment and hardware are never a seed's doing, even where two runs differ there
+    return {f for l, f, *_ in diff_manifests(*ms) if l in ('data', 'hyperparameters')} if len(ms) == 2 else set()
+
 def _input_notes(sweep, m) -> list:
     ref = sweep.reference_manifest()
     if ref is None: return ['the sweep has no manifests, so its inputs could not be compared with the run\'s']
-    diff = [d for d in diff_manifests(ref, m) if d[4] and d[0] in ('data', 'code')]
+    varied = _seed_varied(sweep)
+    diff = [d for d in diff_manifests(ref, m) if d[4] and d[0] in ('data', 'code') and d[1] not in varied]
     return _warn_inputs(diff) if diff else (_topology_note(ref, m) or _bits_note(sweep, m))
 
 # %% ../nbs/09_sweep.ipynb #a4c88354
@@ -389,8 +403,8 @@ def _topology_note(ref, m) -> list:
 # %% ../nbs/09_sweep.ipynb #3be8916d
 def _warn_inputs(diff) -> list:
     warnings.warn(f"check: the run's data or code differ from the sweep's, and the band assumes the same inputs:\n"
-                  + '\n'.join(f"  {l}.{f}: {o} -> {n}" for l, f, o, n, _ in diff), stacklevel=4)
-    return [f"inputs differ from the sweep's: {sorted({f'{l}.{f}' for l, f, *_ in diff})}"]
+                  + '\n'.join(f"  {f}: {o} -> {n}" for _, f, o, n, _ in diff), stacklevel=4)
+    return [f"inputs differ from the sweep's: {sorted({f for _, f, *_ in diff})}"]
 
 # %% ../nbs/09_sweep.ipynb #746245cb
 def _bits_note(sweep, m) -> list:
@@ -499,18 +513,49 @@ def _sweep_alone(make_learner, fit, seeds, src, base_seed, name, everything, kw)
     return seed_sweep(make_learner, fit, seeds, vary=(src,), base_seed=base_seed, name=name, resume=resume, **kw)
 
 # %% ../nbs/09_sweep.ipynb #0bbe2375
+def _check_everything(everything, seeds, threads) -> Sweep:
+    "`everything` as `variance_sources` can use it: a sweep of `seeds` varying every purpose, at `threads`."
+    from fastrepro.seed import PURPOSES
+    if not isinstance(everything, Sweep):
+        raise TypeError(f"variance_sources: `everything` must be a Sweep (from `seed_sweep` or `load_sweep`), got {type(everything).__name__}")
+    if everything.vary is not None and set(everything.vary) != set(PURPOSES):
+        raise ValueError(f"variance_sources: `everything` must vary every purpose; sweep {everything.name!r} varies only {list(everything.vary)}")
+    if sorted(everything.seeds) != sorted(seeds):
+        raise ValueError(f"variance_sources: `everything` (sweep {everything.name!r}) has seeds {everything.seeds}, not {seeds}")
+    if everything.threads != threads:
+        raise ValueError(f"variance_sources: `everything` (sweep {everything.name!r}) ran with threads={everything.threads}, not {threads}")
+    return everything
+
+# %% ../nbs/09_sweep.ipynb #3ab9b90f
+def _other_pipeline(everything:Sweep, alone:Sweep, base_seed:int) -> list:
+    "What, besides what seeds vary, differs between a run of `alone` (not its base seed's) and `everything`'s: another pipeline."
+    a = everything.reference_manifest()
+    b = next((m for s in alone.completed if s != base_seed and (m := _recorded_manifest(alone.runs[s]))), None)
+    if a is None or b is None: return []
+    varied = _seed_varied(everything)
+    return [d for d in diff_manifests(a, b).causes if d[0] != 'randomness' and d[1] not in varied]
+
+# %% ../nbs/09_sweep.ipynb #2fbe9bd9
 def variance_sources(make_learner, fit, # as for `seed_sweep`
                      seeds=range(8), # the seeds of every sweep
                      sources:tuple=SOURCES, # purposes to vary one at a time
                      metric:str='accuracy', # the final metric whose variance is split
                      base_seed:int=0, # the seed of the purposes held fixed
-                     name:str=None, # the sweeps go to `<runs>/sweeps/<name>/all` and `.../<source>`
+                     name:str=None, # the sweeps go to `<runs>/sweeps/<name>/<source>`, and to `.../all` unless `everything` is given
                      level:float=0.95, # of the intervals
+                     everything:Sweep=None, # a finished sweep of the same pipeline and `seeds` varying every purpose, to reuse
                      **sweep_kwargs) -> VarianceSources: # `executor`, `max_workers`, `runs`, `resume`, ...
-    "Sweep `seeds` varying all purposes, then each of `sources` alone; each source's share of the variance of `metric`."
+    "Sweep `seeds` varying all purposes (or reuse `everything`), then each of `sources` alone; each source's share of the variance of `metric`."
     sources = check_vary(sources)
     if sources is None: raise ValueError("variance_sources: `sources` must name the purposes to take apart, e.g. SOURCES")
-    name = name or time.strftime('sources-%Y%m%dT%H%M%S')
-    everything = seed_sweep(make_learner, fit, seeds, name=f'{name}/all', **sweep_kwargs)
-    alone = {src: _sweep_alone(make_learner, fit, seeds, src, base_seed, f'{name}/{src}', everything, sweep_kwargs) for src in sources}
+    name, given = name or time.strftime('sources-%Y%m%dT%H%M%S'), everything is not None
+    if given: _check_everything(everything, check_seeds(seeds), sweep_kwargs.get('threads', 1))
+    else: everything = seed_sweep(make_learner, fit, seeds, name=f'{name}/all', **sweep_kwargs)
+    alone = {}
+    for src in sources:
+        alone[src] = s = _sweep_alone(make_learner, fit, seeds, src, base_seed, f'{name}/{src}', everything, sweep_kwargs)
+        if given and (other := _other_pipeline(everything, s, base_seed)):
+            if s.runs.get(base_seed) == everything.runs.get(base_seed): s.runs.pop(base_seed); s.save()  # not this pipeline's run
+            raise ValueError(f"variance_sources: `everything` (sweep {everything.name!r}) trained another pipeline than `make_learner` "
+                             f"and `fit`: " + '; '.join(f"{f}: {o} -> {n}" for _, f, o, n, _ in other[:5]))
     return VarianceSources(metric, alone, everything, level)
