@@ -167,8 +167,8 @@ def _start(self:ElasticStep):
     self.streams.shard_size, self.world_size = self.shard_size, W
     self.sharded = ShardedModule(unwrap_model(self.learn.model), self.shard_size, first=rank * (self.shards // W))
     self.learn.model = self.sharded
-    self.threads = torch.get_num_threads() if self.sharded.device.type == 'cpu' else None  # restored by `_stop`
-    if self.threads: torch.set_num_threads(ELASTIC_THREADS)
+    self.callers_threads = torch.get_num_threads() if self.sharded.device.type == 'cpu' else None  # restored by `_stop`
+    if self.callers_threads: torch.set_num_threads(ELASTIC_THREADS)
     self._global_metrics()
 
 # %% ../nbs/16_elastic.ipynb #6e54603f
@@ -177,7 +177,7 @@ def _stop(self:ElasticStep):
     if self.sharded is None: return
     if self.learn.model is self.sharded: self.learn.model = self.sharded.module  # else DistributedTrainer has unwrapped it
     self.sharded.release(); self.streams.shard_size, self.sharded = None, None
-    if self.threads: torch.set_num_threads(self.threads)
+    if self.callers_threads: torch.set_num_threads(self.callers_threads)
     self._own_metrics()
 
 # %% ../nbs/16_elastic.ipynb #99af03ee
@@ -246,23 +246,28 @@ def value(self:GlobalAvg): return self.total / self.count if self.count else Non
 def name(self:GlobalAvg): return self._name
 
 # %% ../nbs/16_elastic.ipynb #1990f95e
+def _set_loss(rec, loss):
+    "Set the Recorder's own `loss`: `rec.loss = ...` would warn that it shadows `Learner.loss`, which is another attribute."
+    object.__setattr__(rec, 'loss', loss)
+
 @patch
 def _global_metrics(self:ElasticStep):
     "For this fit, the Recorder's validation loss and each `AvgMetric` computed by `GlobalAvg`."
     rec = self.learn.recorder
     self.saved = rec.loss, self.learn.metrics
-    rec.loss = GlobalAvg(self.learn.loss_func, 'loss')
+    _set_loss(rec, GlobalAvg(self.learn.loss_func, 'loss'))
     self.learn.metrics = [GlobalAvg(m.func, m.name) if type(m) is AvgMetric else m for m in self.saved[1]]
 
 # %% ../nbs/16_elastic.ipynb #e3760b72
 @patch
-def _own_metrics(self:ElasticStep): self.learn.recorder.loss, self.learn.metrics = self.saved
+def _own_metrics(self:ElasticStep):
+    _set_loss(self.learn.recorder, self.saved[0]); self.learn.metrics = self.saved[1]
 
 # %% ../nbs/16_elastic.ipynb #a4b9c3ae
 @patch
 def before_manifest(self:ElasticStep, m:dict):
     "The mode in the run's manifest, among the hyperparameters: k, the shard size and the pinned threads (the world size is in its `hardware.topology`)."
-    if self.sharded is not None: m['hyperparameters']['elastic'] = dict(shards=self.shards, shard_size=self.shard_size, threads=ELASTIC_THREADS if self.threads else None)
+    if self.sharded is not None: m['hyperparameters']['elastic'] = dict(shards=self.shards, shard_size=self.shard_size, threads=ELASTIC_THREADS if self.callers_threads else None)
 
 # %% ../nbs/16_elastic.ipynb #c434d153
 def process_bs(global_bs:int) -> int:
