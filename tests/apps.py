@@ -33,7 +33,7 @@ from fastrepro.examples import data_dir, digits_path, digits_dblock, digits_cnn
 from fastrepro.verify import RunRecorder
 
 SEED = 42
-N_DIGITS = 400  # the digit images the vision apps use: indices < 400, 320 train and 80 valid (every 5th is valid)
+N_DIGITS = 200  # the digit images the vision apps use: indices < 200, 160 train and 40 valid (every 5th is valid)
 
 HISTORY = {
     'one_batch': lambda l: l.dls.train.one_batch(),
@@ -122,7 +122,7 @@ def make_vision_factory(workers:int, repro:bool=True):
 # ---------------------------------------------------------------- 3: segmentation
 
 SEG_CODES = ['background', 'stroke']
-SEG_SCALE, SEG_CROP, SEG_N = 4, 24, 150  # 8x8 digits upscaled to 32x32, cropped to 24x24; 150 items (unet is slow on CPU)
+SEG_SCALE, SEG_CROP, SEG_N = 4, 24, 80  # 8x8 digits upscaled to 32x32, cropped to 24x24; 80 items (unet is slow on CPU)
 SEG_THRESHOLD = 96  # a pixel is stroke when its 8-bit value is above this (intensity > 6 of 16)
 
 def _write_seg(dest:Path):
@@ -451,9 +451,9 @@ def flows(n) -> dict:
                                   **{f'stock/{n}/{v}': partial(_stock, n, v) for v in CONTRAST[n]}})
     return out
 
-# Seconds each app's flows took on two cores (`matrix` prints them); only their rough sizes matter: they balance the parts.
-COST = dict(vision_lr_find_fine_tune=40, segmentation=40, text_classifier=30, text_lm=30, vision_factory=15, tabular=10,
-            collab=8, mixup=10, cutmix=10, grad_accum=8, save_early=8, weighted=6, plain_torch=4)
+# Seconds each app's own flows took on two cores (`matrix` prints them); only their rough sizes matter: they balance the parts.
+COST = dict(vision_lr_find_fine_tune=13, segmentation=11, text_lm=11, text_classifier=4, vision_factory=3.5, tabular=2.5,
+            mixup=2, save_early=2, cutmix=1.5, collab=1, weighted=1, grad_accum=1, plain_torch=1)
 
 def owners(names, parts:int) -> dict:
     "Each app's part: the costliest apps first, each to the part with the least cost so far."

@@ -44,6 +44,7 @@ def main():
     p.add_argument('--bs', type=int, default=32, help='per process')
     p.add_argument('--epochs', type=int, default=2)
     p.add_argument('--no-batch-aug', action='store_true', help='no aug_transforms: only item-level random crops')
+    p.add_argument('--every', type=int, default=1, help='every n-th image only (`digits_dblock(every=n)`)')
     p.add_argument('--inside', default='', help='HISTORY steps run inside distrib_ctx, before the fit')
     p.add_argument('--log-steps', type=int, default=0)
     p.add_argument('--gpu', action='store_true', help="GPUs: `learn.distrib_ctx()` with fastai's defaults (NCCL, SyncBatchNorm)")
@@ -53,7 +54,7 @@ def main():
     a = p.parse_args()
     if a.fastai_sharding: ReproDistributedDL.get_idxs = DistributedDL.get_idxs  # this throwaway process only
     rank, distributed = int(os.environ.get('RANK', 0)), 'WORLD_SIZE' in os.environ
-    learn = repro_learner(digits_dblock(augment=not a.no_batch_aug), a.rank1_data if rank == 1 and a.rank1_data else digits_path(),
+    learn = repro_learner(digits_dblock(augment=not a.no_batch_aug, every=a.every), a.rank1_data if rank == 1 and a.rank1_data else digits_path(),
                           seed=a.rank1_seed if rank == 1 and a.rank1_seed is not None else a.seed,
                           model=digits_cnn, bs=a.bs, num_workers=a.workers, metrics=accuracy)
     log, out = BatchLog(a.log_steps), dict(rank=rank)

@@ -44,6 +44,26 @@ def tabular(bs, shards): return make_tabular(0, bs=bs, shards=shards)  # tests/a
 
 APPS = dict(digits=digits, tabular=tabular)
 
+def run_app(app:str, out:str, world:int, global_bs:int=64, shards:int=4, epochs:int=2, ckpt_every:str=None, resume:str=None) -> dict:
+    """Train `app` (`digits`, `tabular`, or either with `:off`) as one rank of `world` processes, checkpointing it every
+    `ckpt_every`, or resuming it from the checkpoint `resume`; its result, or its error. Also called in the test's own
+    process, for a resume on one process."""
+    name, off = app.removesuffix(':off'), app.endswith(':off')
+    learn, hashes = APPS[name](global_bs // world, None if off or not shards else shards), EpochHashes()
+    learn.add_cb(hashes); learn.path = Path(f'{out}-{app}')  # checkpoints go to its models/
+    if ckpt_every: learn.add_cb(ReproCheckpoint(every=ckpt_every if ckpt_every == 'epoch' else int(ckpt_every), keep=None))
+    fit = (lambda l: l.resume(resume, fit=lambda l: l.fit_one_cycle(epochs, 1e-2))) if resume else (lambda l: l.fit_one_cycle(epochs, 1e-2))
+    try:
+        with learn.no_bar(), learn.no_logging():
+            if world > 1:
+                with learn.distrib_ctx(sync_bn=False, cpu=True): fit(learn)
+            else: fit(learn)
+    except Exception as e: return dict(error=f"{type(e).__name__}: {e}")
+    m = load_manifest(learn.repro_manifest) if int(os.environ.get('RANK', 0)) == 0 else {}
+    mode = (m.get('hyperparameters') or {}).get('elastic')
+    return dict(epochs=hashes.log, values=[[float(v) for v in vs] for vs in learn.recorder.values], manifest=str(learn.repro_manifest) if m else None,
+                elastic=dict(**mode, world_size=m['hardware']['topology']['world_size']) if mode else None)
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument('out')
@@ -55,25 +75,12 @@ def main():
     p.add_argument('--resume', help='resume the first app from this checkpoint, to the end of its fit')
     a = p.parse_args()
     torch.set_num_threads(1)  # pinned in every topology: torchrun sets one thread only when it starts more than one process
-    rank, world = int(os.environ.get('RANK', 0)), int(os.environ.get('WORLD_SIZE', 1))
-    out, failed = dict(rank=rank, world_size=world), False
-    for app in a.apps.split(','):
-        name, off = app.removesuffix(':off'), app.endswith(':off')
-        learn, hashes = APPS[name](a.global_bs // world, None if off or not a.shards else a.shards), EpochHashes()
-        learn.add_cb(hashes); learn.path = Path(f'{a.out}-{app}')  # checkpoints go to its models/
-        first = app == a.apps.split(',')[0]
-        if first and a.ckpt_every: learn.add_cb(ReproCheckpoint(every=a.ckpt_every if a.ckpt_every == 'epoch' else int(a.ckpt_every), keep=None))
-        fit = (lambda l: l.resume(a.resume, fit=lambda l: l.fit_one_cycle(a.epochs, 1e-2))) if first and a.resume else (lambda l: l.fit_one_cycle(a.epochs, 1e-2))
-        try:
-            with learn.no_bar(), learn.no_logging():
-                if world > 1:
-                    with learn.distrib_ctx(sync_bn=False, cpu=True): fit(learn)
-                else: fit(learn)
-        except Exception as e: out[app], failed = dict(error=f"{type(e).__name__}: {e}"), True; continue
-        m = load_manifest(learn.repro_manifest) if rank == 0 else {}
-        mode = (m.get('hyperparameters') or {}).get('elastic')
-        out[app] = dict(epochs=hashes.log, values=[[float(v) for v in vs] for vs in learn.recorder.values], manifest=str(learn.repro_manifest) if rank == 0 else None,
-                        elastic=dict(**mode, world_size=m['hardware']['topology']['world_size']) if mode else None)
+    rank, world, apps = int(os.environ.get('RANK', 0)), int(os.environ.get('WORLD_SIZE', 1)), a.apps.split(',')
+    out = dict(rank=rank, world_size=world)
+    for app in apps:
+        first = app == apps[0]
+        out[app] = run_app(app, a.out, world, a.global_bs, a.shards, a.epochs, a.ckpt_every if first else None, a.resume if first else None)
+    failed = any('error' in out[app] for app in apps)
     with open(f"{a.out}.rank{rank}.json", 'w') as f: json.dump(out, f)
     if torch.distributed.is_initialized() and not failed: torch.distributed.destroy_process_group()
     if failed: sys.exit(3)

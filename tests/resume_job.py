@@ -1,6 +1,7 @@
 """Fresh-process jobs for tests/test_resume.py.
 
-`python tests/resume_job.py stock DIR full`     stock fastai, `fit_one_cycle(2)` uninterrupted; prints the weights' sha256
+`python tests/resume_job.py stock DIR full`     stock fastai, `fit_one_cycle(2)` uninterrupted, twice (each seeded as the docs say);
+                                                prints the weights' sha256 of each
 `python tests/resume_job.py stock DIR cut`      the same fit, `learn.save('cut', with_opt=True)` after epoch 0, then SIGKILL
 `python tests/resume_job.py stock DIR resume`   stock fastai's resume: `learn.load('cut', with_opt=True)`, `fit_one_cycle(2, start_epoch=1)`
 `python tests/resume_job.py writer DIR`         checkpoints after every batch, with a large model, until killed from outside
@@ -28,7 +29,7 @@ def stock(folder, mode):
         else:
             learn.load('cut', with_opt=True)
             learn.fit_one_cycle(2, 1e-2, start_epoch=1)
-    print(hash_state_dict(learn.model.state_dict()))
+    return hash_state_dict(learn.model.state_dict())
 
 class SaveThenKill(Callback):
     "After epoch 0, save model and optimizer as fastai does, then die as a preempted job does."
@@ -58,6 +59,6 @@ def mlflow(folder, mode):
 
 if __name__ == '__main__':
     os.environ.setdefault('FASTREPRO_RUNS', str(Path(sys.argv[2])/'runs'))
-    if sys.argv[1] == 'stock': stock(sys.argv[2], sys.argv[3])
+    if sys.argv[1] == 'stock': print(*[stock(sys.argv[2], sys.argv[3]) for _ in range(2 if sys.argv[3] == 'full' else 1)])
     elif sys.argv[1] == 'mlflow': mlflow(sys.argv[2], sys.argv[3])
     else: writer(sys.argv[2])

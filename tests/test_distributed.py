@@ -11,6 +11,7 @@ from fastrepro.learner import repro_learner
 from fastrepro.examples import digits_path, digits_dblock, digits_cnn
 from fastrepro.manifest import load_manifest, diff_manifests
 from fastrepro.sweep import seed_sweep
+from fastrepro.distributed import rank_digest
 import helpers
 
 pytestmark = pytest.mark.slow
@@ -84,9 +85,11 @@ def test_rank_disagreement_fails_before_training_on_every_rank(tmp_path):
         assert 'seed: rank 0 has 42, rank 1 has 7' in r['error'] and 'data: rank 0 has ' in r['error'], r['error']
     assert ranks[0]['error'] == ranks[1]['error']
     assert not list((tmp_path/'mismatch-runs').glob('*.json'))  # nothing trained, so no manifest
-    # the changed image alone is caught too: the same seed, so the data field is the only difference
-    p, ranks, _ = launch(tmp_path, 'image', '--rank1-data', str(data), '--epochs', '1')
-    assert p.returncode != 0 and all(r['error'].split('trained: ')[1].startswith('data: rank 0 has ') and '; ' not in r['error'].split('trained: ')[1] for r in ranks), ranks
+    # the changed image alone is caught too: each field is computed on its own, so with the same seed the data field is the
+    # only difference (checked in this process; the launch above showed that the ranks compare the fields and stop)
+    def digest(path): return rank_digest(repro_learner(digits_dblock(), path, seed=42, model=digits_cnn, bs=64, num_workers=0), 42, 0)
+    a, b = digest(digits_path()), digest(data)
+    assert [k for k in a if a[k] != b[k]] == ['data'], (a, b)
 
 def test_lr_find_inside_distrib_ctx_is_refused_instead_of_hanging(tmp_path):
     p, ranks, _ = launch(tmp_path, 'lr_find', '--inside', 'lr_find', '--epochs', '1')  # a hang fails here
@@ -100,7 +103,7 @@ def _steps(ranks):
 def test_world_size_invariance_of_the_data(tmp_path):
     """Global step s of each of two epochs holds the same (index, augmented bytes) pairs from 1 process at bs=64 as from 2
     processes at bs=32, and the second epoch is shuffled and augmented anew (under torchrun it once repeated the first)."""
-    args, n = ('--no-batch-aug', '--log-steps', '1000', '--save-weights'), 1438 // 64
+    args, n = ('--no-batch-aug', '--every', '3', '--log-steps', '1000', '--save-weights'), 479 // 64  # a third: 479 training items
     one = _steps(ok(launch(tmp_path, 'one', '--bs', '64', '--epochs', '2', *args, nproc=1)))
     two = _steps(ok(launch(tmp_path, 'two', '--bs', '32', '--epochs', '2', *args)))
     assert len(one) == len(two) == 2 * n and all(len(s) == 64 for s in one)

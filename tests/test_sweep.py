@@ -37,9 +37,11 @@ def test_sweep_results_are_single_fresh_runs_whatever_the_concurrency(one):
 
 @pytest.fixture(scope='module')
 def dask_executor():
-    "A real Dask cluster of 2 worker processes, one thread each; its dashboard on a free port (None still tries 8787)."
+    """A real Dask cluster: a scheduler and one worker process, with two threads so two seeds run at once (each in a fresh
+    interpreter of its own; a second worker process would only add the import of fastrepro); its dashboard on a free port
+    (None still tries 8787)."""
     distributed = pytest.importorskip('distributed')
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=':0') as cluster, \
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=':0') as cluster, \
          distributed.Client(cluster) as client:
         yield client.get_executor()
 

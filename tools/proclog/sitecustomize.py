@@ -31,7 +31,7 @@ def _log():
     worker = os.environ.get('PYTEST_XDIST_WORKER')
     origin = _STARTED_BY or (f'(pytest worker {worker})' if worker else '')
     rec = dict(pid=os.getpid(), ppid=os.getppid(), origin=origin, argv=' '.join(sys.argv)[:160],
-               wall_s=round(time.time() - _t0, 2), cpu_s=round(ru.ru_utime + ru.ru_stime, 2))
+               wall_s=round(time.time() - _t0, 2), cpu_s=round(ru.ru_utime + ru.ru_stime, 2), end=round(time.time(), 2))
     try:
         with open(_LOG, 'a') as f: f.write(json.dumps(rec) + '\n')  # one short line: appends from processes do not interleave
     except OSError: pass
