@@ -458,8 +458,8 @@ COST = dict(vision_lr_find_fine_tune=13, segmentation=11, text_lm=11, text_class
 def owners(names, parts:int) -> dict:
     "Each app's part: the costliest apps first, each to the part with the least cost so far."
     load, out = [0] * parts, {}
-    for n in sorted(names, key=lambda n: -COST.get(n, 10)):
-        out[n] = load.index(min(load)); load[out[n]] += COST.get(n, 10)
+    for n in sorted(names, key=lambda n: -COST.get(n, 4)):
+        out[n] = load.index(min(load)); load[out[n]] += COST.get(n, 4)
     return out
 
 def matrix(names, part:int=0, parts:int=1) -> dict:
