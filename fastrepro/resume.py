@@ -679,6 +679,9 @@ def _child_main(payload_path, out_path):
         if o['resume']: learn.resume(fit=fit, omit=o['omit'])
         else: fit(learn)
     if int(os.environ.get('RANK', 0)) == 0: torch.save(_final_state(learn), out_path)  # every rank holds the same state
+    # while the interpreter is whole: a gloo group left to its finalization can abort the rank (SIGABRT, "terminate called
+    # without an active exception") once its work is done, and torchrun then reports the run as failed
+    if torch.distributed.is_initialized(): torch.distributed.destroy_process_group()
 
 # %% ../nbs/11_resume.ipynb #bbb846bc
 def _run(cmd:list, env:dict, timeout=None) -> subprocess.CompletedProcess:
