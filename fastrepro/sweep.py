@@ -379,15 +379,15 @@ def check(self:Sweep, run, metric:str='accuracy', level:float=0.95) -> BandCheck
     return BandCheck(metric, final[metric], self.band(metric, level), v.mean(), v.std(ddof=1), notes)
 
 # %% ../nbs/09_sweep.ipynb #48aaa9f5
-def _seed_varied(sweep:Sweep) -> set:
-    "The data and hyperparameter fields in which the sweep's first two runs differ: its seeds vary them (a random split, the initial weights)."
-    ms = _manifests(sweep, 2)  # code, environment and hardware are never a seed's doing, even where two runs differ there
+def _seed_varied(ms:list) -> set:
+    "The data and hyperparameter fields in which two runs of a sweep (`_manifests(sweep, 2)`) differ: its seeds vary them (a random split, the initial weights)."
+    # code, environment and hardware are never a seed's doing, even where two runs differ there
     return {f for l, f, *_ in diff_manifests(*ms) if l in ('data', 'hyperparameters')} if len(ms) == 2 else set()
 
 def _input_notes(sweep, m) -> list:
-    ref = sweep.reference_manifest()
-    if ref is None: return ['the sweep has no manifests, so its inputs could not be compared with the run\'s']
-    varied = _seed_varied(sweep)
+    ms = _manifests(sweep, 2)  # the first is the reference manifest
+    if not ms: return ['the sweep has no manifests, so its inputs could not be compared with the run\'s']
+    ref, varied = ms[0], _seed_varied(ms)
     diff = [d for d in diff_manifests(ref, m) if d[4] and d[0] in ('data', 'code') and d[1] not in varied]
     return _warn_inputs(diff) if diff else (_topology_note(ref, m) or _bits_note(sweep, m))
 
@@ -513,7 +513,7 @@ def _sweep_alone(make_learner, fit, seeds, src, base_seed, name, everything, kw)
     return seed_sweep(make_learner, fit, seeds, vary=(src,), base_seed=base_seed, name=name, resume=resume, **kw)
 
 # %% ../nbs/09_sweep.ipynb #0bbe2375
-def _check_everything(everything, seeds, threads) -> Sweep:
+def _check_everything(everything, seeds, threads):
     "`everything` as `variance_sources` can use it: a sweep of `seeds` varying every purpose, at `threads`."
     from fastrepro.seed import PURPOSES
     if not isinstance(everything, Sweep):
@@ -524,16 +524,15 @@ def _check_everything(everything, seeds, threads) -> Sweep:
         raise ValueError(f"variance_sources: `everything` (sweep {everything.name!r}) has seeds {everything.seeds}, not {seeds}")
     if everything.threads != threads:
         raise ValueError(f"variance_sources: `everything` (sweep {everything.name!r}) ran with threads={everything.threads}, not {threads}")
-    return everything
 
 # %% ../nbs/09_sweep.ipynb #3ab9b90f
 def _other_pipeline(everything:Sweep, alone:Sweep, base_seed:int) -> list:
     "What, besides what seeds vary, differs between a run of `alone` (not its base seed's) and `everything`'s: another pipeline."
-    a = everything.reference_manifest()
+    ms = _manifests(everything, 2)
     b = next((m for s in alone.completed if s != base_seed and (m := _recorded_manifest(alone.runs[s]))), None)
-    if a is None or b is None: return []
-    varied = _seed_varied(everything)
-    return [d for d in diff_manifests(a, b).causes if d[0] != 'randomness' and d[1] not in varied]
+    if not ms or b is None: return []
+    varied = _seed_varied(ms)
+    return [d for d in diff_manifests(ms[0], b).causes if d[0] != 'randomness' and d[1] not in varied]
 
 # %% ../nbs/09_sweep.ipynb #2fbe9bd9
 def variance_sources(make_learner, fit, # as for `seed_sweep`
