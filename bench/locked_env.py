@@ -27,7 +27,7 @@ def build_s(lock_dir:Path, uv_cache:Path, fastrepro_cache:Path) -> float:
 def main():
     import os
     from fastrepro.examples import digits_path
-    from fastrepro.lock import lock
+    from fastrepro.lock import lock_run
     tmp = Path(tempfile.mkdtemp(prefix='fastrepro-bench-locked-'))
     try:
         data, repo, runs = digits_path(tmp/'digits'), tmp/'repo', tmp/'runs'
@@ -35,7 +35,7 @@ def main():
         env = {k: v for k, v in os.environ.items() if k != 'PYTEST_CURRENT_TEST'}
         subprocess.run([sys.executable, 'train.py', str(data)], cwd=repo, env=dict(env, FASTREPRO_RUNS=str(runs), OMP_NUM_THREADS='1'), check=True, capture_output=True)
         [record] = runs.glob('*.json')
-        t = time.perf_counter(); lock(record, tmp/'lock'); lock_s = time.perf_counter() - t
+        t = time.perf_counter(); lock_run(record, tmp/'lock'); lock_s = time.perf_counter() - t
         n = sum(1 for l in (tmp/'lock'/'requirements.lock.txt').read_text().splitlines() if l and not l[0] in ' #-')
         cold = build_s(tmp/'lock', tmp/'uv-cache', tmp/'fastrepro-cold')
         warm = build_s(tmp/'lock', tmp/'uv-cache', tmp/'fastrepro-warm')

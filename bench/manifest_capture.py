@@ -3,7 +3,8 @@
 Run: python bench/manifest_capture.py [--reps 10]
 """
 import argparse, statistics, subprocess, sys, time
-from fastrepro.manifest import new_manifest, installed_packages
+from fastrepro.manifest import new_manifest
+from fastrepro.capture import installed_packages
 
 def timed(f):
     t = time.perf_counter(); f(); return time.perf_counter() - t

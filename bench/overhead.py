@@ -62,7 +62,7 @@ def reseed_cost(n, reps=200):
     dls = dsets.dataloaders(bs=64, num_workers=0, dl_type=TfmdDL)
     reseed_dls(dls, 42, 0)
     def before_fit(i=[0]):
-        i[0] += 1; set_seed(key(42, 'fit', i[0]), deterministic='warn'); reseed_dls(dls, 42, i[0])
+        i[0] += 1; set_seed(stream_seed(42, 'fit', i[0]), deterministic='warn'); reseed_dls(dls, 42, i[0])
     return timeit.timeit(before_fit, number=reps) / reps
 
 def per_call(f, n): return timeit.timeit(f, number=n) / n
@@ -103,7 +103,7 @@ def main(rounds=6, epochs=2):
     print(f"2. before-fit reseed (set_seed + reseed_dls): 1k items {small*1e6:.1f} us, 200k items {big*1e6:.1f} us, "
           f"ratio {big/small:.2f}")
     n = 20000
-    for name, f in [('key(seed, item, fit, epoch, loader, i)', lambda: key(42, 'item', 0, 1, 0, 1234)),
+    for name, f in [('stream_seed(seed, item, fit, epoch, loader, i)', lambda: stream_seed(42, 'item', 0, 1, 0, 1234)),
                     ('seed_generators (random, numpy, torch)', lambda: seed_generators(1234)),
                     ('torch.manual_seed', lambda: torch.manual_seed(1234)),
                     ('torch.default_generator.manual_seed', lambda: torch.default_generator.manual_seed(1234))]:

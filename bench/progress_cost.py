@@ -5,7 +5,7 @@ Run: python bench/progress_cost.py [--reps 20]
 """
 import argparse, statistics, tempfile, time
 from fastrepro.all import wine_learner, repro_learner, digits_dblock, digits_path, digits_cnn, ReproCallback
-from fastrepro.manifest import record_progress, start_fit_manifest
+from fastrepro.record import record_progress, start_fit_manifest
 
 def timed(f):
     t = time.perf_counter(); f(); return time.perf_counter() - t

@@ -1,16 +1,33 @@
-"The public API of fastrepro, as `fastai.vision.all` gathers fastai's: `from fastrepro.all import *`."
-from .seed import *
-from .data import *
-from .callback import *
-from .learner import *
-from .verify import *
-from .examples import *
-from .fingerprint import *
-from .manifest import *
-from .sweep import *
-from .resume import *
-from .diverge import *
-from .elastic import *
-from . import seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep, resume, diverge, elastic
+"""The names a fastai user calls, as `fastai.vision.all` gathers fastai's: `from fastrepro.all import *`.
 
-__all__ = [n for m in (seed, data, callback, learner, verify, examples, fingerprint, manifest, sweep, resume, diverge, elastic) for n in m.__all__]
+Everything else (plumbing, constants, the pieces these are built from) stays importable from its module; each module's
+docs page lists its own names. The optional extras are imported on their own: `fastrepro.mlflow` (`MLflowReproCallback`),
+`fastrepro.registry` (`register_model`) and `fastrepro.distributed`."""
+from .seed import set_seed, stream_seed, purpose_seeds
+from .bits import same_bits
+from .fingerprint import hash_state_dict, fingerprint_folder, fingerprint_dls
+from .manifest import load_manifest
+from .diff import diff_manifests
+from .data import keyed_loader
+from .record import record_artifact
+from .elastic import process_bs
+from .callback import ReproCallback
+from .learner import repro_learner
+from .verify import verify_reproducible
+from .examples import digits_path, digits_dblock, digits_cnn, every_nth_image, tabular_frame, wine_learner, stock_drift
+from .sweep import seed_sweep, load_sweep, compare_sweeps, variance_sources
+from .checkpoint import ReproCheckpoint, load_checkpoint
+from .resume import verify_resume  # also adds `Learner.resume`
+from .trace import TraceCallback, load_trace
+from .diverge import compare_traces, find_divergence
+from .lock import lock_run
+from .reproduce import reproduce
+from .drill import drill, verify_log
+from .cli import manifest_summary
+
+__all__ = ['set_seed', 'stream_seed', 'purpose_seeds', 'same_bits', 'hash_state_dict', 'fingerprint_folder', 'fingerprint_dls',
+           'load_manifest', 'diff_manifests', 'keyed_loader', 'record_artifact', 'process_bs', 'ReproCallback', 'repro_learner',
+           'verify_reproducible', 'digits_path', 'digits_dblock', 'digits_cnn', 'every_nth_image', 'tabular_frame', 'wine_learner',
+           'stock_drift', 'seed_sweep', 'load_sweep', 'compare_sweeps', 'variance_sources', 'ReproCheckpoint', 'load_checkpoint',
+           'verify_resume', 'TraceCallback', 'load_trace', 'compare_traces', 'find_divergence', 'lock_run', 'reproduce', 'drill',
+           'verify_log', 'manifest_summary']

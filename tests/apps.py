@@ -30,19 +30,13 @@ from fastai.vision.all import (DataBlock, ImageBlock, MaskBlock, CategoryBlock, 
                                MixUp, CutMix, GradientAccumulation, SaveModelCallback, EarlyStoppingCallback)
 from fastrepro.callback import ReproCallback
 from fastrepro.examples import data_dir, digits_path, digits_dblock, digits_cnn
-from fastrepro.verify import RunRecorder
+from fastrepro.fresh import RunRecorder, HISTORY_CELLS
 
 SEED = 42
 N_DIGITS = 200  # the digit images the vision apps use: indices < 200, 160 train and 40 valid (every 5th is valid)
 
-HISTORY = {
-    'one_batch': lambda l: l.dls.train.one_batch(),
-    'show_batch': lambda l: l.dls.show_batch(max_n=4, show=False),
-    'summary': lambda l: l.summary(),
-    'validate': lambda l: l.validate(),
-    'get_preds': lambda l: l.get_preds(),
-    'lr_find': lambda l: l.lr_find(show_plot=False, num_it=10),
-}
+# the cells a user runs before a fit, as fastrepro's own 'history' check runs them, and two that draw and decode batches too
+HISTORY = {**HISTORY_CELLS, 'show_batch': lambda l: l.dls.show_batch(max_n=4, show=False), 'summary': lambda l: l.summary()}
 ALL_HISTORY = tuple(HISTORY)
 
 @dataclass(frozen=True)

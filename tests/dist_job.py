@@ -15,7 +15,8 @@ from fastai.distributed import DistributedDL
 from fastrepro.learner import repro_learner
 from fastrepro.examples import digits_path, digits_dblock, digits_cnn
 from fastrepro.fingerprint import hash_state_dict
-from fastrepro.manifest import unwrap_model
+from fastrepro.record import unwrap_model
+from fastrepro.fresh import HISTORY_CELLS
 from fastrepro.distributed import ReproDistributedDL
 
 warnings.filterwarnings('ignore')
@@ -31,8 +32,7 @@ class BatchLog(Callback):
         self.log.append(dict(epoch=self.epoch, step=self.iter,
                              items=[[int(i), hashlib.sha256(x.numpy().tobytes()).hexdigest()] for i, x in zip(ids, xb)]))
 
-HISTORY = dict(one_batch=lambda l: l.dls.train.one_batch(), validate=lambda l: l.validate(),
-               get_preds=lambda l: l.get_preds(), lr_find=lambda l: l.lr_find(show_plot=False, num_it=10))
+HISTORY = HISTORY_CELLS  # the cells a user runs before a fit, listed once in fastrepro.fresh
 
 def main():
     p = argparse.ArgumentParser()

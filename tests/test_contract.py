@@ -87,9 +87,9 @@ def test_two_torch_threads_are_reproducible_too():
     "The suite runs one torch thread per process (tools/test.sh); two fresh runs with two threads each agree bitwise too."
     import cloudpickle
     from fastrepro.examples import digits_path
-    from fastrepro.verify import RunComparison, fresh_payload, run_fresh
+    from fastrepro.verify import CheckReport, fresh_payload, run_fresh
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     digits_path()
     payload = fresh_payload(_digits, lambda learn: learn.fit(1, 1e-2), threads=2)
     a, b = run_fresh(payload), run_fresh(payload)  # one after the other: at once, they would share the two cores
-    assert RunComparison([a, b]).identical
+    assert CheckReport([a, b]).identical

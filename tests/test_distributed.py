@@ -9,7 +9,8 @@ import cloudpickle, pytest, torch
 from fastai.vision.all import accuracy
 from fastrepro.learner import repro_learner
 from fastrepro.examples import digits_path, digits_dblock, digits_cnn
-from fastrepro.manifest import load_manifest, diff_manifests
+from fastrepro.manifest import load_manifest
+from fastrepro.diff import diff_manifests
 from fastrepro.sweep import seed_sweep
 from fastrepro.distributed import rank_digest
 import helpers

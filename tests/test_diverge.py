@@ -15,7 +15,7 @@ from fastai.optimizer import Optimizer, weight_decay, average_grad, average_sqr_
 from fastai.vision.all import accuracy, CrossEntropyLossFlat, Transform, PILImage
 from fastrepro.diverge import TraceCallback, TraceError, compare_traces, find_divergence, load_trace, _StopAfter
 from fastrepro.examples import digits_cnn, digits_dblock, digits_path
-from fastrepro.resume import parse_checkpoint_name
+from fastrepro.checkpoint import parse_checkpoint_name
 from fastrepro.learner import repro_learner
 import apps
 from helpers import run_cli

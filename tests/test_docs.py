@@ -81,11 +81,11 @@ def test_the_check_catches_broken_links_anchors_images_and_missing_show_docs(sit
     cb = broken/'callback.html'
     cb.write_text(re.sub(r'<h3 id="canonical_state">.*?</h3>', '', cb.read_text(), count=1, flags=re.S))
     seen = docs.browse(broken, chromium=docs.CHROMIUM)
-    found = docs.problems(seen, *docs.public_names(), site=broken)
+    found = docs.problems(seen, docs.public_names(), site=broken)
     assert any('broken link to no-such-page.html' in p for p in found), found
     assert any('broken anchor callback.html#no-such-anchor' in p for p in found), found
     assert any('image did not load' in p and 'missing.png' in p for p in found), found
-    assert 'no show_doc section for canonical_state' in found, found
+    assert 'callback.html: no show_doc section for canonical_state' in found, found
     assert any('HTTP 404' in p for p in found), found
 
 def test_cells_stay_small():

@@ -12,8 +12,9 @@ test's own process (a plain process, as the launch of 1 is).
 import pytest
 from pathlib import Path
 from helpers import launch
-from fastrepro.resume import parse_checkpoint_name
-from fastrepro.manifest import load_manifest, diff_manifests
+from fastrepro.checkpoint import parse_checkpoint_name
+from fastrepro.manifest import load_manifest
+from fastrepro.diff import diff_manifests
 
 pytestmark = pytest.mark.slow
 JOB = Path(__file__).with_name('elastic_job.py')

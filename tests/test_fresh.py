@@ -7,7 +7,8 @@ import os, pickle, signal, subprocess, sys, textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import cloudpickle, pytest
-from fastrepro.verify import fresh_payload, run_fresh, FreshRunError, remove_stale_tempdirs, fresh_tempdir, _HOST
+from fastrepro.fresh import fresh_payload, run_fresh, FreshRunError, remove_stale_tempdirs, fresh_tempdir
+from fastrepro.files import HOST
 from fastrepro.resume import _run_child
 
 pytestmark = pytest.mark.slow  # fresh interpreters: the full suite runs them, the inner loop does not
@@ -47,10 +48,10 @@ def test_a_module_the_child_cannot_import_is_named(helpers):
 
 def test_temp_folders_of_a_killed_parent_are_removed(tmp_path):
     "A parent SIGKILLed while it holds a fresh run's folder leaves it; the next fresh folder on this host removes it, never a live one's."
-    code = "import time; from fastrepro.verify import fresh_tempdir; d = fresh_tempdir(); print(d.name, flush=True); time.sleep(600)"
+    code = "import time; from fastrepro.fresh import fresh_tempdir; d = fresh_tempdir(); print(d.name, flush=True); time.sleep(600)"
     parent = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE, text=True, env={**os.environ, 'TMPDIR': str(tmp_path)})
     left = Path(parent.stdout.readline().strip())
-    assert left.is_dir() and left.name.startswith(f'fastrepro-fresh-{_HOST}-{parent.pid}-')
+    assert left.is_dir() and left.name.startswith(f'fastrepro-fresh-{HOST}-{parent.pid}-')
     assert remove_stale_tempdirs(tmp_path) == 0 and left.is_dir()  # its owner still runs
     parent.send_signal(signal.SIGKILL); parent.wait()
     assert left.is_dir()  # nobody could remove it

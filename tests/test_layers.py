@@ -1,45 +1,90 @@
-"""No lower layer knows an upper one (issue 23, point 6): the graph of imports between fastrepro's modules, counting
-the imports inside functions, has no cycle. `fastrepro.manifest` once imported `fastrepro.mlflow` to read `runs:/` URIs;
-now `mlflow` registers its scheme with `manifest.register_scheme`."""
-import ast
+"""One room per idea (issue 36): each module of fastrepro is one notebook, `nbs/NN_<module>.ipynb`, and may import only the
+modules of lower numbers, counting imports inside functions; no private name crosses from one module into another; no
+module grows past about 500 lines; and a private helper's name means one thing. The layers are drawn in CONTRIBUTING.md.
+Each check has its negative control: the edge, import, size or name it exists to catch, put back."""
+import ast, json, re
+from collections import defaultdict
 from pathlib import Path
 import fastrepro
 
 SRC = Path(fastrepro.__file__).parent
+NBS = SRC.parent/'nbs'
+MAX_LINES = 520  # "about 500"
 
-def import_graph(src:Path=SRC) -> dict:
-    "Each module of the package, and the package's modules it imports anywhere in its code (a function's body too)."
-    graph = {}
-    for f in sorted(src.glob('*.py')):
-        if f.stem in ('_modidx', 'all', '__init__'): continue
-        deps = set()
-        for node in ast.walk(ast.parse(f.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module: deps.add(node.module.split('.')[0])
-            elif isinstance(node, ast.ImportFrom) and (node.module or '').startswith('fastrepro.'): deps.add(node.module.split('.')[1])
-            elif isinstance(node, ast.Import): deps |= {a.name.split('.')[1] for a in node.names if a.name.startswith('fastrepro.')}
-        graph[f.stem] = deps - {f.stem}
-    return graph
+def modules(src:Path=SRC) -> dict:
+    "Each module of the package generated from a notebook: {name: its source}."
+    return {f.stem: f.read_text() for f in sorted(src.glob('*.py')) if f.stem not in ('_modidx', 'all', '__init__')}
 
-def find_cycle(graph:dict) -> list|None:
-    "A cycle of `graph`, as the list of its modules, or None."
-    state, path = {}, []
-    def visit(n):
-        state[n] = 'open'; path.append(n)
-        for d in sorted(graph.get(n, ())):
-            if state.get(d) == 'open': return path[path.index(d):] + [d]
-            if d not in state and (c := visit(d)): return c
-        state[n] = 'done'; path.pop()
-    for n in sorted(graph):
-        if n not in state and (c := visit(n)): return c
-    return None
+def imports(source:str) -> list:
+    "(module of the package, names) of each import of `source`, a function's body included."
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module: out.append((node.module.split('.')[0], [a.name for a in node.names]))
+        elif isinstance(node, ast.ImportFrom) and node.level == 1: out.extend((a.name, []) for a in node.names)  # from . import x
+        elif isinstance(node, ast.ImportFrom) and (node.module or '').startswith('fastrepro.'): out.append((node.module.split('.')[1], [a.name for a in node.names]))
+        elif isinstance(node, ast.Import): out.extend((a.name.split('.')[1], []) for a in node.names if a.name.startswith('fastrepro.'))
+    return out
 
-def test_the_module_graph_has_no_cycle():
-    graph = import_graph()
-    assert 'mlflow' not in graph['manifest'] and 'manifest' in graph['mlflow']
-    assert find_cycle(graph) is None, find_cycle(graph)
+def import_graph(mods:dict=None) -> dict:
+    "Each module, and the package's modules it imports anywhere in its code."
+    mods = modules() if mods is None else mods
+    return {m: {d for d, _ in imports(s) if d in mods} - {m} for m, s in mods.items()}
 
-def test_the_check_finds_a_cycle():
-    "The negative control: the old edge manifest -> mlflow, put back, is found."
+def rooms() -> dict:
+    "Each module's number: the `NN` of the notebook that exports it."
+    out = {}
+    for nb in NBS.glob('[0-9]*.ipynb'):
+        first = ''.join(json.loads(nb.read_text())['cells'][0]['source'])
+        if (m := re.match(r'#\| *default_exp +(\w+)', first)): out[m.group(1)] = int(nb.name.split('_')[0])
+    return out
+
+def upward(graph:dict, numbers:dict) -> list:
+    "The edges that point up: a module importing one of the same or a higher number."
+    return sorted((a, b) for a, deps in graph.items() for b in deps if numbers[b] >= numbers[a])
+
+def private_imports(mods:dict) -> list:
+    "(module, imported module, name) of every private name one module imports from another."
+    return sorted((m, d, n) for m, s in mods.items() for d, names in imports(s) for n in names if n.startswith('_') and not n.startswith('__'))
+
+def oversized(mods:dict, limit:int=MAX_LINES) -> dict:
+    return {m: n for m, s in mods.items() if (n := len(s.splitlines())) > limit}
+
+def shared_helpers(mods:dict) -> dict:
+    "Private module-level names (functions, classes, constants, `@patch`ed methods) that more than one module defines."
+    where = defaultdict(set)
+    for m, s in mods.items():
+        for node in ast.parse(s).body:
+            names = [node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else \
+                    [t.id for t in getattr(node, 'targets', []) if isinstance(t, ast.Name)]
+            for n in names:
+                if n.startswith('_') and not n.startswith('__'): where[n].add(m)
+    return {n: sorted(ms) for n, ms in where.items() if len(ms) > 1}
+
+def test_every_import_points_down():
+    numbers = rooms()
+    assert set(numbers) == set(modules()), set(numbers) ^ set(modules())
+    assert upward(import_graph(), numbers) == []
+
+def test_the_check_finds_an_edge_pointing_up():
+    "The negative control: the old edge manifest -> mlflow (a lower room knowing an upper one), put back, is found."
     graph = import_graph()
     graph['manifest'].add('mlflow')
-    assert find_cycle(graph) in (['manifest', 'mlflow', 'manifest'], ['mlflow', 'manifest', 'mlflow'])
+    assert upward(graph, rooms()) == [('manifest', 'mlflow')]
+
+def test_no_private_name_crosses_a_module():
+    assert private_imports(modules()) == []
+
+def test_the_check_finds_a_private_import():
+    "The negative control: the old `from .manifest import _git, _patch_applies` of fastrepro.reproduce, put back, is found."
+    mods = dict(modules(), reproduce=modules()['reproduce'] + '\nfrom .manifest import _git, _patch_applies\n')
+    assert private_imports(mods) == [('reproduce', 'manifest', '_git'), ('reproduce', 'manifest', '_patch_applies')]
+
+def test_no_module_is_over_about_500_lines():
+    assert oversized(modules()) == {}
+    assert oversized({'manifest': 'x\n' * 908}) == {'manifest': 908}  # the negative control: the old manifest.py
+
+def test_one_helper_per_name():
+    "`_short`, `_run` and `_finish` each meant three things once; a private name now belongs to one module."
+    assert shared_helpers(modules()) == {}
+    three = {m: 'def _short(v): return v\n' for m in ('diff', 'distributed', 'resume')}
+    assert shared_helpers(three) == {'_short': ['diff', 'distributed', 'resume']}  # the negative control

@@ -41,7 +41,7 @@ class Job:
         try: self.p.wait(60)
         finally: self.p.kill()
 
-def _git(cwd, *args): subprocess.run(['git', *args], cwd=cwd, check=True, capture_output=True)
+def git(cwd, *args): subprocess.run(['git', *args], cwd=cwd, check=True, capture_output=True)
 
 @pytest.fixture(scope='module')
 def world(tmp_path_factory):
@@ -53,9 +53,9 @@ def world(tmp_path_factory):
     for i, png in enumerate(sorted(data.rglob('*.png'))):
         if i % 3: png.unlink()  # a third of the digits: manifests, not learning, are the point, and each fit is three times shorter
     (repo/'train.py').write_text('lr = 1e-2\n')
-    _git(repo, 'init', '-q'); _git(repo, 'add', '.')
-    _git(repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'init')
-    _git(repo, 'remote', 'add', 'origin', f'https://alice:{REMOTE_TOKEN}@example.com/team/repo.git')
+    git(repo, 'init', '-q'); git(repo, 'add', '.')
+    git(repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'init')
+    git(repo, 'remote', 'add', 'origin', f'https://alice:{REMOTE_TOKEN}@example.com/team/repo.git')
     # Two fresh processes at once: `again` alone in one, the runs that each change one thing one after another in the other.
     with Job(repo, runs, root/'one.log') as one, Job(repo, runs, root/'two.log') as two:
         two.send('digits', data, 42, 1e-2)
@@ -91,21 +91,21 @@ def test_manifest_fields_filled(world):
     assert m['error'] is None and m['artifacts'] == []
 
 def test_fresh_runs_differ_in_nothing_that_matters(world):
-    from fastrepro.manifest import diff_manifests
+    from fastrepro.diff import diff_manifests
     m = world['m']
     assert diff_manifests(_load(m['base']), _load(m['again'])).matters == []
     assert _cli('diff', m['base'], m['again']).returncode == 0
 
 @pytest.mark.parametrize('change,layer', [('seed', 'randomness'), ('lr', 'hyperparameters'), ('data', 'data'), ('code', 'code')])
 def test_diff_names_the_layer(world, change, layer):
-    from fastrepro.manifest import diff_manifests
+    from fastrepro.diff import diff_manifests
     d = diff_manifests(_load(world['m']['base']), _load(world['m'][change]))
     assert layer in d.layers(), (change, str(d))
     r = _cli('diff', world['m']['base'], world['m'][change])
     assert r.returncode == 1 and f'{layer}:' in r.stdout
 
 def test_diff_names_only_the_data_split_that_changed(world):
-    from fastrepro.manifest import diff_manifests
+    from fastrepro.diff import diff_manifests
     fields = [f for l, f, *_ in diff_manifests(_load(world['m']['base']), _load(world['m']['data'])).matters if l == 'data']
     assert 'data.splits.train.sha256' in fields and 'data.splits.valid.sha256' not in fields
 

@@ -12,8 +12,8 @@ from fastrepro.learner import repro_learner
 from fastrepro.examples import digits_path, digits_dblock, digits_cnn
 from fastrepro.manifest import load_manifest
 from fastrepro.fingerprint import hash_state_dict
-from fastrepro.mlflow import (MLflowReproCallback, RUN_STATUS, MANIFEST_ARTIFACT, EXPORT_ARTIFACT, RegistryGateError,
-                              default_tracking_uri, register_model, sync)
+from fastrepro.mlflow import MLflowReproCallback, RUN_STATUS, MANIFEST_ARTIFACT, EXPORT_ARTIFACT, default_tracking_uri
+from fastrepro.registry import RegistryGateError, register_model
 sys.path.insert(0, str(Path(__file__).parent))
 import apps
 from apps import APPS

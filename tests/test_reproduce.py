@@ -5,9 +5,10 @@ import hashlib, json, os, platform, re, subprocess, sys, time, tomllib
 from pathlib import Path
 import pytest
 from fastrepro.examples import digits_path
-from fastrepro.manifest import load_manifest, package_sources
+from fastrepro.manifest import load_manifest
+from fastrepro.capture import package_sources
 from fastrepro.reproduce import reproduce
-from fastrepro.lock import lock, locked_python, _uv
+from fastrepro.lock import lock_run, locked_python, _uv
 
 pytestmark = pytest.mark.slow
 
@@ -15,7 +16,7 @@ CELLS = ["from fastai.vision.all import accuracy\nfrom fastrepro.all import repr
          "learn = repro_learner(digits_dblock(), DATA, seed=3, model=digits_cnn, num_workers=0, metrics=accuracy)",
          "learn.fit_one_cycle(1, 1e-2)"]
 
-def _git(repo, *a): subprocess.run(['git', '-c', 'user.email=t@fastrepro.dev', '-c', 'user.name=t', *a], cwd=repo, check=True, capture_output=True)
+def git(repo, *a): subprocess.run(['git', '-c', 'user.email=t@fastrepro.dev', '-c', 'user.name=t', *a], cwd=repo, check=True, capture_output=True)
 
 @pytest.fixture(scope='module')
 def repo(tmp_path_factory):
@@ -30,7 +31,7 @@ def repo(tmp_path_factory):
     (repo/'nbs').mkdir(parents=True); (repo/'nbs'/'train.ipynb').write_text(json.dumps(nb))
     (repo/'pkg').mkdir(); (repo/'pkg'/'__init__.py').write_text('')
     (repo/'pkg'/'__main__.py').write_text('import sys\n' + '\n'.join(cells).replace('fit_one_cycle(1', 'fit_one_cycle(int(sys.argv[1])'))
-    _git(repo, 'init', '-q'); _git(repo, 'add', '.'); _git(repo, 'commit', '-qm', 'a notebook and a package')
+    git(repo, 'init', '-q'); git(repo, 'add', '.'); git(repo, 'commit', '-qm', 'a notebook and a package')
     return repo
 
 def test_a_notebook_run_in_a_jupyter_kernel_reproduces_bitwise(repo, monkeypatch):
@@ -70,7 +71,7 @@ def test_the_lock_rebuilds_the_environment_and_the_run_reproduces_in_its_venv(mo
     "`lock`, then a real venv built by uv from it, then `bitwise` inside that venv; the recipes parse."
     if package_sources()['fastrepro'].get('dirty'):
         pytest.skip("fastrepro's own checkout has uncommitted changes, and lock refuses a checkout whose changes the run did not record (nbs/15_lock); commit, or run from a clean clone as .ci/run does")
-    out = lock(module_record, tmp_path/'lock')
+    out = lock_run(module_record, tmp_path/'lock')
     req = (out/'requirements.lock.txt').read_text()
     [wheel] = (out/'wheels').glob('fastrepro-*.whl')
     assert re.search(r'^torch==\S+ \\\n    --hash=sha256:[0-9a-f]{64}', req, re.M) and f"./wheels/{wheel.name} \\\n    --hash=sha256:{_sha256(wheel)}" in req

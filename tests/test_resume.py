@@ -10,8 +10,9 @@ from pathlib import Path
 import cloudpickle, pytest
 from fastai.vision.all import accuracy, SaveModelCallback, EarlyStoppingCallback
 from fastrepro.all import repro_learner, digits_dblock, digits_path, digits_cnn
-from fastrepro.resume import verify_resume, load_checkpoint, parse_checkpoint_name
-from fastrepro.manifest import remove_orphans
+from fastrepro.resume import verify_resume
+from fastrepro.checkpoint import load_checkpoint, parse_checkpoint_name
+from fastrepro.files import remove_orphans
 sys.path.insert(0, str(Path(__file__).parent))
 import apps
 

@@ -10,7 +10,7 @@ Quarto's render, is replaced: each processed notebook becomes a Markdown page (n
 the site, with the sidebar in nbdev's `sidebar.yml` order.
 """
 from __future__ import annotations
-import argparse, functools, http.server, inspect, re, shutil, sys, tempfile, threading, time
+import argparse, functools, http.server, inspect, json, re, shutil, sys, tempfile, threading, time
 from pathlib import Path
 import nbformat, yaml
 from nbconvert import MarkdownExporter
@@ -148,11 +148,18 @@ def build(n_workers=2) -> Path:
 
 # ---------------------------------------------------------------- the browser check
 
-def public_names():
-    "Every name `from fastrepro.all import *` gives, and the optional `fastrepro.mlflow`'s and `fastrepro.distributed`'s: (functions and classes, constants)."
-    import fastrepro.all as fa, fastrepro.mlflow as fm, fastrepro.distributed as fd
-    objs = {n: getattr(m, n) for m in (fa, fm, fd) for n in m.__all__}
-    return sorted(n for n, o in objs.items() if callable(o)), sorted(n for n, o in objs.items() if not callable(o))
+def public_names() -> dict:
+    "Each module's page and the names of its `__all__`, which the page documents: {'seed.html': (functions and classes, constants)}."
+    import importlib
+    from nbdev.config import get_config
+    out = {}
+    for nb in sorted(Path(get_config().nbs_path).glob('[0-9]*.ipynb')):
+        first = ''.join(json.loads(nb.read_text())['cells'][0]['source'])
+        if not (m := re.match(r'#\| *default_exp +(\w+)', first)): continue
+        mod = importlib.import_module(f'fastrepro.{m.group(1)}')
+        objs = {n: getattr(mod, n) for n in mod.__all__}
+        out[f'{m.group(1)}.html'] = (sorted(n for n, o in objs.items() if callable(o)), sorted(n for n, o in objs.items() if not callable(o)))
+    return out
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args): pass
@@ -202,7 +209,7 @@ def browse(site:Path, screenshot:Path|None=None, chromium=CHROMIUM, baseurl='/fa
     finally: srv.shutdown()
     return dict(base=base, pages=pages, errors=errors)
 
-def problems(seen:dict, callables, constants, site=SITE) -> list[str]:
+def problems(seen:dict, names:dict, site=SITE) -> list[str]:
     "Everything wrong with a browsed site: errors, broken links and anchors, images that did not load, undocumented names."
     base, pages = seen['base'], seen['pages']
     out = [f'{page}: {err}' for page, err in seen['errors']]
@@ -219,12 +226,12 @@ def problems(seen:dict, callables, constants, site=SITE) -> list[str]:
                 out.append(f'{page}: broken anchor {target}#{anchor}')
     def show_doc_of(name, text, signature):  # nbdev's show_doc: a heading, then the signature
         return text == name and re.search(rf'\b(class\s+)?{re.escape(name)}\s*[(:]', signature)
-    headings = [h for info in pages.values() for h in info['headings']]
-    for name in callables:
-        if not any(show_doc_of(name, *h) for h in headings): out.append(f'no show_doc section for {name}')
-    mentioned = {c for info in pages.values() for c in info['code']}
-    for name in constants:
-        if name not in mentioned: out.append(f'constant {name} is not mentioned on any page')
+    for page, (callables, constants) in names.items():  # each module's names, on its own page
+        info = pages.get(page) or dict(headings=[], code=[])
+        for name in callables:
+            if not any(show_doc_of(name, *h) for h in info['headings']): out.append(f'{page}: no show_doc section for {name}')
+        for name in constants:
+            if name not in info['code']: out.append(f'{page}: constant {name} is not mentioned')
     return out
 
 def check(site=SITE, screenshot=PROC/'index.png', chromium=CHROMIUM) -> list[str]:
@@ -232,7 +239,7 @@ def check(site=SITE, screenshot=PROC/'index.png', chromium=CHROMIUM) -> list[str
     if not (site/'index.html').exists(): return [f'no site in {site}: run python tools/docs.py first']
     from nbdev.config import get_config
     seen = browse(site, screenshot, chromium, get_config().doc_baseurl)
-    return problems(seen, *public_names(), site=site)
+    return problems(seen, public_names(), site=site)
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=inspect.getdoc(sys.modules[__name__]).splitlines()[0])

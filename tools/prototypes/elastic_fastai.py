@@ -30,7 +30,7 @@ import fastai.distributed
 from fastrepro.learner import repro_learner
 from fastrepro.examples import digits_path, digits_dblock, digits_cnn
 from fastrepro.fingerprint import hash_state_dict
-from fastrepro.manifest import unwrap_model
+from fastrepro.record import unwrap_model
 warnings.filterwarnings('ignore')
 
 def tree(xs):
