@@ -12,7 +12,7 @@ warnings.filterwarnings('ignore')
 import cloudpickle
 from fastai.vision.all import accuracy
 from fastrepro.all import repro_learner, digits_dblock, digits_path, digits_cnn
-from fastrepro.verify import run_fresh, fresh_payload
+from fastrepro.fresh import run_fresh, fresh_payload
 
 EPOCHS = int(sys.argv[1]) if len(sys.argv) > 1 else 1
 def make(): return repro_learner(digits_dblock(), digits_path(), seed=1, model=digits_cnn, num_workers=0, metrics=accuracy)

@@ -16,6 +16,9 @@ import torch
 from fastai.vision.all import Learner, accuracy, DataLoaders
 from fastai.data.core import TfmdDL, Datasets
 from fastrepro.all import *
+from fastrepro.seed import rng_states, set_rng_states, seed_generators
+from fastrepro.data import reseed_dls, reset_orders
+from fastrepro.callback import canonical_state
 from fastai.text.data import LMDataLoader
 from fastai.vision.models import resnet18
 from torch import nn

@@ -20,7 +20,7 @@ learn.fit_one_cycle(1, 1e-2)
 def git(repo, *a): subprocess.run(['git', '-c', 'user.email=b@fastrepro.dev', '-c', 'user.name=b', *a], cwd=repo, check=True, capture_output=True)
 
 def recording_ms(repo:Path, n=50) -> float:
-    from fastrepro.manifest import code_info
+    from fastrepro.capture import code_info
     code_info(cwd=repo)  # the first call asks git for the top folder, the remote and the remote branches, once per commit
     times = []
     for _ in range(n):

@@ -13,8 +13,9 @@ from pathlib import Path
 import cloudpickle, numpy as np
 from fastai.vision.all import accuracy
 from fastrepro.all import *
+from fastrepro.sweep import Sweep, run_seed
+from fastrepro.fresh import fresh_payload
 from fastrepro.sweep import Sweep, seed_sweep, run_seed
-from fastrepro.verify import fresh_payload
 
 warnings.filterwarnings('ignore')
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from fastai.vision.all import Callback, accuracy, vision_learner, resnet18
 from fastrepro.all import *
+from fastrepro.trace import Trace
 from fastrepro.diverge import _StopAfter
 
 warnings.filterwarnings('ignore')

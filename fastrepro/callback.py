@@ -20,7 +20,7 @@ from .record import start_fit_manifest, end_fit_manifest, record_progress, recor
 
 # %% auto #0
 __all__ = ['REBUILD_MODES', 'AFTER_FIT_RAISED', 'PROGRESS_EVERY_S', 'DRILL_EPOCHS', 'DRILL_FIT', 'DRILL_STOP', 'ReproCallback',
-           'active_repro', 'DrillStop', 'tell_manifest', 'extend_manifest', 'canonical_state', 'rebuild_dls']
+           'active_repro', 'canonical_state', 'tell_manifest', 'extend_manifest', 'DrillStop', 'rebuild_dls']
 
 # %% ../nbs/12_callback.ipynb #157046cc
 REBUILD_MODES = ('reseed', 'full')
@@ -80,6 +80,11 @@ def before_fit(self:ReproCallback):
     self.learn._with_events = _FailedFitGuard(self)
     if self.kind == 'fit': _AfterAll.add(self)
 
+# %% ../nbs/12_callback.ipynb #340d83a6
+def canonical_state(learn):
+    "Clear what an earlier fit or `lr_find` left on `learn` that a fresh learner does not have: every parameter's `.grad`."
+    for p in learn.model.parameters(): p.grad = None
+
 # %% ../nbs/12_callback.ipynb #4eac307f
 @patch
 def _begin_eval(self:ReproCallback):
@@ -111,6 +116,13 @@ def _clear_unfinished(learn):
         cb.repro._close_unfinished()
     while isinstance(learn.__dict__.get('_with_events'), _FailedFitGuard): _remove_guard(learn)
 
+# %% ../nbs/12_callback.ipynb #d812e892
+@patch
+def before_validate(self:ReproCallback):
+    "Key the loaders `get_preds` derives (`dls.valid.new(...)`) as free passes, so their items do not depend on workers."
+    if self.active and isinstance(self.dl, DataLoader) and not any(self.dl is dl for dl in self.dls.loaders):
+        keyed_loader(self.dl, self.fit_seed, 'derived').repro_streams.release()
+
 # %% ../nbs/12_callback.ipynb #bf57f238
 @patch
 def _join(self:ReproCallback, fit):
@@ -120,17 +132,18 @@ def _join(self:ReproCallback, fit):
     try: group.before_fit(self.learn, self.fit_seed, fit, self.kind)
     except BaseException: self._leave(); raise
 
+# %% ../nbs/12_callback.ipynb #a358c54a
+def _rank_group():
+    "A `fastrepro.distributed.RankGroup` when this process trains in a process group of 2 or more; else None."
+    d = torch.distributed
+    if not (d.is_available() and d.is_initialized()) or d.get_world_size() < 2: return None
+    from fastrepro.distributed import RankGroup  # only here: `fastai.distributed` needs Accelerate
+    return RankGroup(d.get_rank(), d.get_world_size())
+
 # %% ../nbs/12_callback.ipynb #30fe591b
 @patch
 def before_epoch(self:ReproCallback):
     if self.active and self.kind != 'eval': set_epoch(self.dls, self.epoch)
-
-# %% ../nbs/12_callback.ipynb #d812e892
-@patch
-def before_validate(self:ReproCallback):
-    "Key the loaders `get_preds` derives (`dls.valid.new(...)`) as free passes, so their items do not depend on workers."
-    if self.active and isinstance(self.dl, DataLoader) and not any(self.dl is dl for dl in self.dls.loaders):
-        keyed_loader(self.dl, self.fit_seed, 'derived').repro_streams.release()
 
 # %% ../nbs/12_callback.ipynb #a9f91936
 @patch
@@ -144,6 +157,28 @@ def before_train(self:ReproCallback):
         self.learn.repro_manifest = end_fit_manifest(self.learn, self.run_manifest, None, self.runs_dir)  # status `running`
         tell_manifest(self.learn, self.run_manifest, self.learn.repro_manifest)
         self.written = time.monotonic()
+
+# %% ../nbs/12_callback.ipynb #e1d89904
+def tell_manifest(learn, m:dict, path):
+    "Call `after_manifest(m, path)` on each callback of `learn` that defines it; a listener's error warns and never stops the fit."
+    for cb in learn.cbs:
+        listener = getattr(type(cb), 'after_manifest', None)  # on the class: a Callback's getattr would fall through to the Learner
+        if listener is None: continue
+        try: listener(cb, m, path)
+        except Exception as e: warnings.warn(f"{type(cb).__name__}.after_manifest failed: {e!r}")
+
+# %% ../nbs/12_callback.ipynb #8f76ead5
+def extend_manifest(learn, m:dict):
+    "Call `before_manifest(m)` on each callback of `learn` that defines it, before a fit's manifest is first and last written."
+    for cb in learn.cbs:
+        if (f := getattr(type(cb), 'before_manifest', None)) is not None: f(cb, m)
+
+# %% ../nbs/12_callback.ipynb #1b397a63
+@patch
+def _extend(self:ReproCallback, m:dict):
+    "What the fit's callbacks add to manifest `m` (`before_manifest`), and in a distributed fit, every rank's host, device and weights."
+    extend_manifest(self.learn, m)
+    if self.group is not None: self.group.describe(m)
 
 # %% ../nbs/12_callback.ipynb #61a8b0c0
 @patch
@@ -160,6 +195,43 @@ def _close_fit(self:ReproCallback):
     if self.group is not None and self.kind != 'eval': self.group.after_fit(self.learn)  # on every rank: a collective
     if self.run_manifest is not None: self._end(*self._ending())
     self._leave()
+
+# %% ../nbs/12_callback.ipynb #fdca0731
+class _AfterAll(Callback):
+    "Added by `ReproCallback` for one counted fit, ordered after every other callback: records each epoch, and ends the fit."
+    def __init__(self, repro:ReproCallback, order): self.repro, self.order = repro, order
+    @classmethod
+    def add(cls, repro:ReproCallback): repro.learn.add_cb(cls(repro, max(cb.order for cb in repro.learn.cbs) + 1))
+    def _fitting(self) -> bool: return self.learn is not None and not self.learn.lock.locked()  # not an evaluation pass inside the fit
+    def before_fit(self):
+        "Still here when a fit starts: the fit that added it never returned. End it (a fit with `ReproCallback` did already)."
+        if self._fitting(): _clear_unfinished(self.learn)
+    def after_epoch(self):
+        if self._fitting(): self.repro.write_progress(); self.repro._drill_stop()
+    def after_fit(self):
+        if not self._fitting(): return
+        self.learn.remove_cb(self)
+        self.repro._close_fit()
+
+# %% ../nbs/12_callback.ipynb #f6c7528d
+@patch
+def _leave(self:ReproCallback):
+    "Free the loaders, and give the generators back unless this was a counted fit."
+    release_dls(self.dls)
+    if self.group is not None: self.group.leave(self.learn); self.group = None
+    if not self.counted: set_rng_states(self.callers_rng)
+
+# %% ../nbs/12_callback.ipynb #494fd173
+@patch
+def _end(self:ReproCallback, status, error=None):
+    "Stop counting non-deterministic ops and write the fit's final manifest."
+    m, ops, self.run_manifest, self.nondet_ops = self.run_manifest, self.nondet_ops, None, None
+    self._extend(m)
+    # warn-only counts what ran; strict mode would have raised at the first such op; with determinism off, nobody knows
+    m['randomness']['nondeterministic_ops'] = ops.stop() if ops else ({} if self.learn.repro_record.deterministic_algorithms else None)
+    epochs, self.epochs = self.__dict__.get('epochs'), None
+    self.learn.repro_manifest = end_fit_manifest(self.learn, m, status, self.runs_dir, error, epochs=epochs)
+    tell_manifest(self.learn, m, self.learn.repro_manifest)
 
 # %% ../nbs/12_callback.ipynb #841ea983
 def _stopper(tb) -> str|None:
@@ -191,89 +263,6 @@ def _ending(self:ReproCallback) -> tuple:
     if (bad := _nonfinite_losses(self.__dict__.get('epochs') or recorded_epochs(self.learn))) is not None: return 'diverged', bad  # what the manifest records
     if stop: self.run_manifest['stopped_early'] = stop
     return 'completed', None
-
-# %% ../nbs/12_callback.ipynb #fdca0731
-class _AfterAll(Callback):
-    "Added by `ReproCallback` for one counted fit, ordered after every other callback: records each epoch, and ends the fit."
-    def __init__(self, repro:ReproCallback, order): self.repro, self.order = repro, order
-    @classmethod
-    def add(cls, repro:ReproCallback): repro.learn.add_cb(cls(repro, max(cb.order for cb in repro.learn.cbs) + 1))
-    def _fitting(self) -> bool: return self.learn is not None and not self.learn.lock.locked()  # not an evaluation pass inside the fit
-    def before_fit(self):
-        "Still here when a fit starts: the fit that added it never returned. End it (a fit with `ReproCallback` did already)."
-        if self._fitting(): _clear_unfinished(self.learn)
-    def after_epoch(self):
-        if self._fitting(): self.repro.write_progress(); self.repro._drill_stop()
-    def after_fit(self):
-        if not self._fitting(): return
-        self.learn.remove_cb(self)
-        self.repro._close_fit()
-
-# %% ../nbs/12_callback.ipynb #0732f9a8
-@patch
-def write_progress(self:ReproCallback, force:bool=False):
-    "After an epoch, once the `Recorder` has its values: rewrite the `running` manifest, so a killed fit says how far it got."
-    if self.run_manifest is None or not force and time.monotonic() - self.written < PROGRESS_EVERY_S: return  # epochs of milliseconds: not every one
-    try: self.learn.repro_manifest = record_progress(self.learn, self.run_manifest, self.runs_dir)
-    except OSError as e: warnings.warn(f"fastrepro could not record the fit's progress (training goes on): {e!r}")
-    self.written = time.monotonic()
-
-# %% ../nbs/12_callback.ipynb #492af8c8
-DRILL_EPOCHS = 'FASTREPRO_DRILL_EPOCHS'  # set by `fastrepro reproduce --epochs N` in the rerun: the drilled fit stops after N epochs
-DRILL_FIT = 'FASTREPRO_DRILL_FIT'  # and which fit that is, by its `fit_position` (unset: every counted fit)
-DRILL_STOP = 'fastrepro reproduce --epochs'  # the manifest's `stopped_early.by` for such a stop
-
-class DrillStop(CancelFitException):
-    "A fit stopped after the epochs a reproduction drill compares."
-
-@patch
-def _drill_stop(self:ReproCallback):
-    "In a drill (`DRILL_EPOCHS` set), stop the drilled fit once it has run that many epochs; the fits before it run whole."
-    n, fit = os.environ.get(DRILL_EPOCHS), os.environ.get(DRILL_FIT)
-    if fit is not None and (self.run_manifest is None or str(self.run_manifest['process'].get('fit_position')) != fit): return
-    if n and self.learn.epoch + 1 >= int(n) and self.learn.epoch + 1 < self.learn.n_epoch: raise DrillStop()
-
-# %% ../nbs/12_callback.ipynb #f6c7528d
-@patch
-def _leave(self:ReproCallback):
-    "Free the loaders, and give the generators back unless this was a counted fit."
-    release_dls(self.dls)
-    if self.group is not None: self.group.leave(self.learn); self.group = None
-    if not self.counted: set_rng_states(self.callers_rng)
-
-# %% ../nbs/12_callback.ipynb #494fd173
-@patch
-def _end(self:ReproCallback, status, error=None):
-    "Stop counting non-deterministic ops and write the fit's final manifest."
-    m, ops, self.run_manifest, self.nondet_ops = self.run_manifest, self.nondet_ops, None, None
-    self._extend(m)
-    # warn-only counts what ran; strict mode would have raised at the first such op; with determinism off, nobody knows
-    m['randomness']['nondeterministic_ops'] = ops.stop() if ops else ({} if self.learn.repro_record.deterministic_algorithms else None)
-    epochs, self.epochs = self.__dict__.get('epochs'), None
-    self.learn.repro_manifest = end_fit_manifest(self.learn, m, status, self.runs_dir, error, epochs=epochs)
-    tell_manifest(self.learn, m, self.learn.repro_manifest)
-
-# %% ../nbs/12_callback.ipynb #1b397a63
-@patch
-def _extend(self:ReproCallback, m:dict):
-    "What the fit's callbacks add to manifest `m` (`before_manifest`), and in a distributed fit, every rank's host, device and weights."
-    extend_manifest(self.learn, m)
-    if self.group is not None: self.group.describe(m)
-
-# %% ../nbs/12_callback.ipynb #e1d89904
-def tell_manifest(learn, m:dict, path):
-    "Call `after_manifest(m, path)` on each callback of `learn` that defines it; a listener's error warns and never stops the fit."
-    for cb in learn.cbs:
-        listener = getattr(type(cb), 'after_manifest', None)  # on the class: a Callback's getattr would fall through to the Learner
-        if listener is None: continue
-        try: listener(cb, m, path)
-        except Exception as e: warnings.warn(f"{type(cb).__name__}.after_manifest failed: {e!r}")
-
-# %% ../nbs/12_callback.ipynb #8f76ead5
-def extend_manifest(learn, m:dict):
-    "Call `before_manifest(m)` on each callback of `learn` that defines it, before a fit's manifest is first and last written."
-    for cb in learn.cbs:
-        if (f := getattr(type(cb), 'before_manifest', None)) is not None: f(cb, m)
 
 # %% ../nbs/12_callback.ipynb #2fccecf1
 @patch
@@ -307,18 +296,29 @@ def _remove_guard(learn):
     del learn.__dict__['_with_events']
     if guard.outer is not None: learn._with_events = guard.outer
 
-# %% ../nbs/12_callback.ipynb #a358c54a
-def _rank_group():
-    "A `fastrepro.distributed.RankGroup` when this process trains in a process group of 2 or more; else None."
-    d = torch.distributed
-    if not (d.is_available() and d.is_initialized()) or d.get_world_size() < 2: return None
-    from fastrepro.distributed import RankGroup  # only here: `fastai.distributed` needs Accelerate
-    return RankGroup(d.get_rank(), d.get_world_size())
+# %% ../nbs/12_callback.ipynb #0732f9a8
+@patch
+def write_progress(self:ReproCallback, force:bool=False):
+    "After an epoch, once the `Recorder` has its values: rewrite the `running` manifest, so a killed fit says how far it got."
+    if self.run_manifest is None or not force and time.monotonic() - self.written < PROGRESS_EVERY_S: return  # epochs of milliseconds: not every one
+    try: self.learn.repro_manifest = record_progress(self.learn, self.run_manifest, self.runs_dir)
+    except OSError as e: warnings.warn(f"fastrepro could not record the fit's progress (training goes on): {e!r}")
+    self.written = time.monotonic()
 
-# %% ../nbs/12_callback.ipynb #340d83a6
-def canonical_state(learn):
-    "Clear what an earlier fit or `lr_find` left on `learn` that a fresh learner does not have: every parameter's `.grad`."
-    for p in learn.model.parameters(): p.grad = None
+# %% ../nbs/12_callback.ipynb #492af8c8
+DRILL_EPOCHS = 'FASTREPRO_DRILL_EPOCHS'  # set by `fastrepro reproduce --epochs N` in the rerun: the drilled fit stops after N epochs
+DRILL_FIT = 'FASTREPRO_DRILL_FIT'  # and which fit that is, by its `fit_position` (unset: every counted fit)
+DRILL_STOP = 'fastrepro reproduce --epochs'  # the manifest's `stopped_early.by` for such a stop
+
+class DrillStop(CancelFitException):
+    "A fit stopped after the epochs a reproduction drill compares."
+
+@patch
+def _drill_stop(self:ReproCallback):
+    "In a drill (`DRILL_EPOCHS` set), stop the drilled fit once it has run that many epochs; the fits before it run whole."
+    n, fit = os.environ.get(DRILL_EPOCHS), os.environ.get(DRILL_FIT)
+    if fit is not None and (self.run_manifest is None or str(self.run_manifest['process'].get('fit_position')) != fit): return
+    if n and self.learn.epoch + 1 >= int(n) and self.learn.epoch + 1 < self.learn.n_epoch: raise DrillStop()
 
 # %% ../nbs/12_callback.ipynb #a91f02f0
 def rebuild_dls(learn, seed:int):

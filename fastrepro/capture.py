@@ -13,15 +13,10 @@ from .files import put_blob, read_blob
 # torch is imported inside the functions that read its stack: `fastrepro show`, `diff` and `runs` import this module and no torch
 
 # %% auto #0
-__all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'LAUNCH_VARS', 'CODE_LIMIT', 'strip_credentials', 'git', 'package_source',
+__all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'CODE_LIMIT', 'LAUNCH_VARS', 'git', 'strip_credentials', 'package_source',
            'installed_packages', 'package_sources', 'torch_stack', 'platform_tag', 'environment', 'launcher',
-           'topology', 'hardware', 'redact', 'allowed_var', 'env_vars', 'replayed_vars', 'script_path', 'entry_info',
-           'patch_applies', 'restore_tree', 'code_info']
-
-# %% ../nbs/04_capture.ipynb #8b4d6a3e
-def strip_credentials(url:str|None) -> str|None:
-    "`url` without any `user[:token]@` part."
-    return None if url is None else re.sub(r'(?<=://)[^/@\s]+@', '', url)
+           'topology', 'hardware', 'redact', 'allowed_var', 'env_vars', 'script_path', 'entry_info', 'patch_applies',
+           'code_info', 'replayed_vars', 'restore_tree']
 
 # %% ../nbs/04_capture.ipynb #01b7ea00
 def git(*args, cwd=None, text=True):
@@ -30,6 +25,11 @@ def git(*args, cwd=None, text=True):
     except (OSError, subprocess.SubprocessError): return None
     if r.returncode != 0: return None
     return r.stdout.strip() if text else r.stdout
+
+# %% ../nbs/04_capture.ipynb #8b4d6a3e
+def strip_credentials(url:str|None) -> str|None:
+    "`url` without any `user[:token]@` part."
+    return None if url is None else re.sub(r'(?<=://)[^/@\s]+@', '', url)
 
 # %% ../nbs/04_capture.ipynb #8e934652
 def _checkout(url:str|None) -> dict:
@@ -194,15 +194,6 @@ def env_vars(environ=None) -> dict:
     environ = os.environ if environ is None else environ
     return {k: redact(v) for k, v in sorted(environ.items()) if allowed_var(k) and not _SECRET_NAME.search(k)}
 
-# %% ../nbs/04_capture.ipynb #1cd8f42e
-LAUNCH_VARS = ('MASTER_ADDR', 'MASTER_PORT', 'RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'GROUP_RANK', 'ROLE_RANK', 'ROLE_WORLD_SIZE')  # a launcher's, per launch
-
-def replayed_vars(m:dict, skip=()) -> dict:
-    "The recorded variables a rerun of `m` sets (not a launcher's, nor `skip`), with the intra-op thread count as OMP_NUM_THREADS if unset."
-    env = {k: v for k, v in m['env_vars'].items() if k not in LAUNCH_VARS + tuple(skip)}
-    if (t := (m['hardware'].get('threads') or {}).get('intra_op')) and 'OMP_NUM_THREADS' not in env: env['OMP_NUM_THREADS'] = str(t)  # torch reads it at start
-    return env
-
 # %% ../nbs/04_capture.ipynb #0f7c3a52
 def _ipython():
     "The IPython shell this code runs in (a notebook's kernel, execnb's shell), or None."
@@ -331,19 +322,6 @@ def _try_patch(root, commit:str, patch:bytes) -> bool:
         try: return ok('read-tree', commit) and ok('apply', '--cached', '--check', '--binary', p)
         except subprocess.TimeoutExpired: return False
 
-# %% ../nbs/04_capture.ipynb #a4130329
-def restore_tree(code:dict, runs, dest:Path):
-    "Put a run's stored patch and untracked files (its `code` layer, blobs in `runs`) on the files of its commit in `dest`."
-    if (p := code.get('patch')) and p.get('stored'):
-        (patch := dest.parent/'run.patch').write_bytes(read_blob(runs, p['sha256']))
-        # never a repository above `dest`: there, `git apply` would skip the paths outside the folder it runs in, and succeed
-        r = subprocess.run(['git', 'apply', '--binary', str(patch)], cwd=dest, env=dict(os.environ, GIT_CEILING_DIRECTORIES=str(dest.parent)),
-                           capture_output=True, text=True)
-        if r.returncode != 0: raise RuntimeError(f"the run's patch does not apply to its commit: {r.stderr.strip()[-300:]}")
-    for u in code.get('untracked') or []:
-        (dest/u['path']).parent.mkdir(parents=True, exist_ok=True)
-        (dest/u['path']).write_bytes(read_blob(runs, u['sha256']))
-
 # %% ../nbs/04_capture.ipynb #6310ef5f
 _SECRET_FILE = re.compile(r'(^|/)(\.env(\..*)?|.*\.(pem|key|p12|pfx)|id_(rsa|ed25519|ecdsa)|\.netrc|\.pypirc|credentials(\.json)?)$')
 
@@ -405,3 +383,25 @@ def code_info(cwd=None, # where the repository is looked for (default: the worki
     info.update(commit=st['commit'], branch=st['branch'], dirty=dirty, remote=remote, root=root, on_remote=on_remote, **code,
                 diff_sha256=_dirty_sha256(code), entry=entry_info(root))
     return info
+
+# %% ../nbs/04_capture.ipynb #1cd8f42e
+LAUNCH_VARS = ('MASTER_ADDR', 'MASTER_PORT', 'RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'GROUP_RANK', 'ROLE_RANK', 'ROLE_WORLD_SIZE')  # a launcher's, per launch
+
+def replayed_vars(m:dict, skip=()) -> dict:
+    "The recorded variables a rerun of `m` sets (not a launcher's, nor `skip`), with the intra-op thread count as OMP_NUM_THREADS if unset."
+    env = {k: v for k, v in m['env_vars'].items() if k not in LAUNCH_VARS + tuple(skip)}
+    if (t := (m['hardware'].get('threads') or {}).get('intra_op')) and 'OMP_NUM_THREADS' not in env: env['OMP_NUM_THREADS'] = str(t)  # torch reads it at start
+    return env
+
+# %% ../nbs/04_capture.ipynb #a4130329
+def restore_tree(code:dict, runs, dest:Path):
+    "Put a run's stored patch and untracked files (its `code` layer, blobs in `runs`) on the files of its commit in `dest`."
+    if (p := code.get('patch')) and p.get('stored'):
+        (patch := dest.parent/'run.patch').write_bytes(read_blob(runs, p['sha256']))
+        # never a repository above `dest`: there, `git apply` would skip the paths outside the folder it runs in, and succeed
+        r = subprocess.run(['git', 'apply', '--binary', str(patch)], cwd=dest, env=dict(os.environ, GIT_CEILING_DIRECTORIES=str(dest.parent)),
+                           capture_output=True, text=True)
+        if r.returncode != 0: raise RuntimeError(f"the run's patch does not apply to its commit: {r.stderr.strip()[-300:]}")
+    for u in code.get('untracked') or []:
+        (dest/u['path']).parent.mkdir(parents=True, exist_ok=True)
+        (dest/u['path']).write_bytes(read_blob(runs, u['sha256']))

@@ -28,12 +28,12 @@ from .elastic import rank_and_world, ELASTIC_THREADS
 from .callback import ReproCallback, active_repro
 
 # %% auto #0
-__all__ = ['CHECKPOINT_FORMAT', 'CHECKPOINT_VERSION', 'CALLBACK_STATE', 'to_plain', 'encode_args', 'decode_args', 'outer_call',
-           'state_attrs', 'callback_state', 'check_stateful_callbacks', 'set_callback_state', 'recorder_state',
-           'set_recorder_state', 'opt_state', 'load_opt_state', 'checkpoint_name', 'CheckpointName',
+__all__ = ['CHECKPOINT_FORMAT', 'CHECKPOINT_VERSION', 'CALLBACK_STATE', 'to_plain', 'encode_args', 'outer_call', 'state_attrs',
+           'callback_state', 'recorder_state', 'opt_state', 'checkpoint_name', 'CheckpointName',
            'parse_checkpoint_name', 'ReproCheckpoint', 'write_checkpoint', 'pending_grads', 'global_bs', 'numerics',
            'fit_topology', 'checkpoint_state', 'CheckpointError', 'load_checkpoint', 'CheckpointMismatch',
-           'checkpoint_mismatches', 'check_checkpoint', 'find_checkpoint']
+           'checkpoint_mismatches', 'check_checkpoint', 'find_checkpoint', 'decode_args', 'check_stateful_callbacks',
+           'set_callback_state', 'set_recorder_state', 'load_opt_state']
 
 # %% ../nbs/19_checkpoint.ipynb #8928c0df
 CHECKPOINT_FORMAT = 'fastrepro-checkpoint'
@@ -69,18 +69,6 @@ def encode_args(args:dict) -> dict:
         return {'__repr__': repr(v)}
     return {k: enc(v) for k, v in args.items()}
 
-# %% ../nbs/19_checkpoint.ipynb #106116a8
-def decode_args(args:dict) -> dict:
-    "The arguments `encode_args` stored, ready to call with; raises for one that only a repr was kept of."
-    def dec(k, v):
-        if isinstance(v, (list, tuple)): return type(v)(dec(k, o) for o in v)
-        if not isinstance(v, dict): return v
-        if '__slice__' in v: return slice(*(dec(k, o) for o in v['__slice__']))
-        if '__array__' in v: return v['__array__'].numpy()
-        raise ValueError(f"the fit call's argument `{k}` was {v['__repr__']}, which a checkpoint cannot replay: "
-                         "pass the call itself, `learn.resume(fit=lambda l: l.fit_one_cycle(...))`")
-    return {k: dec(k, v) for k, v in args.items()}
-
 # %% ../nbs/19_checkpoint.ipynb #d89be8b2
 def outer_call(learn):
     "The outermost public method of `learn` running now (e.g. `fine_tune`): its frame, name and arguments (`**kwargs` in, `cbs` out)."
@@ -111,22 +99,6 @@ def callback_state(learn) -> dict:
     "The state of `learn`'s stateful fastai callbacks, by callback name: what `CALLBACK_STATE` lists."
     return {cb.name: {a: to_plain(getattr(cb, a)) for a in attrs} for cb in learn.cbs if (attrs := state_attrs(cb))}
 
-# %% ../nbs/19_checkpoint.ipynb #17a88b95
-def check_stateful_callbacks(learn, saved:dict):
-    "The resumed fit must have the stateful callbacks the checkpoint has state for, and no others."
-    now = {cb.name for cb in learn.cbs if state_attrs(cb)}
-    if now == set(saved): return
-    missing, extra = sorted(set(saved) - now), sorted(now - set(saved))
-    raise CheckpointMismatch("the resumed fit's callbacks differ from the checkpoint's: " +
-                             '; '.join(([f"missing {missing} (pass them in `cbs`)"] if missing else []) + ([f"extra {extra}"] if extra else [])))
-
-# %% ../nbs/19_checkpoint.ipynb #e2e899ea
-def set_callback_state(learn, s:dict):
-    "Put back what `callback_state` and `recorder_state` saved into checkpoint state `s`."
-    if s['recorder'] is not None: set_recorder_state(learn.recorder, s['recorder'])
-    for cb in learn.cbs:
-        for a, v in s['callbacks'].get(cb.name, {}).items(): setattr(cb, a, v)
-
 # %% ../nbs/19_checkpoint.ipynb #959f316e
 def recorder_state(rec:Recorder) -> dict:
     "What a `Recorder` has gathered in this fit: learning rates, losses, epoch values, and the smoothed loss's running state."
@@ -135,24 +107,10 @@ def recorder_state(rec:Recorder) -> dict:
     return to_plain(dict(lrs=rec.lrs, iters=rec.iters, losses=losses, values=[list(v) for v in rec.values],
                          smooth_loss=dict(count=sl.count, val=sl.val)))
 
-# %% ../nbs/19_checkpoint.ipynb #4ee7237f
-def set_recorder_state(rec:Recorder, s:dict):
-    "Put back what `recorder_state` saved."
-    rec.lrs, rec.iters, rec.losses, rec.values = list(s['lrs']), list(s['iters']), list(s['losses'].unbind(0)), [list(v) for v in s['values']]
-    rec.smooth_loss.count, rec.smooth_loss.val = s['smooth_loss']['count'], s['smooth_loss']['val'].clone()
-
 # %% ../nbs/19_checkpoint.ipynb #462cb344
 def opt_state(opt) -> dict:
     "The optimizer's `state_dict` as plain values: per-parameter state and the hyper-parameters of every group."
     return to_plain(opt.state_dict())
-
-# %% ../nbs/19_checkpoint.ipynb #4fa67f90
-def load_opt_state(opt, sd:dict):
-    "Load `sd` into `opt`; a hyper-parameter equal to the current one keeps its current object (a NumPy float stays one)."
-    cur = opt.state_dict().get('hypers')  # None for a PyTorch optimizer's (`OptimWrapper`) state dict
-    if cur is not None and len(cur) == len(sd.get('hypers') or ()):
-        sd = dict(sd, hypers=[{k: (c[k] if isinstance(v, (int, float)) and c.get(k) == v else v) for k, v in s.items()} for c, s in zip(cur, sd['hypers'])])
-    opt.load_state_dict(sd)
 
 # %% ../nbs/19_checkpoint.ipynb #6f608e23
 def checkpoint_name(prefix:str, epoch:int, batch:int) -> str:
@@ -171,13 +129,6 @@ def parse_checkpoint_name(name) -> CheckpointName|None:
     "`checkpoint_name`'s inverse: the prefix, epoch and batch of a checkpoint's file name (or path); None for any other file."
     m = _CKPT_NAME.fullmatch(Path(name).name)
     return CheckpointName(m['prefix'], int(m['epoch']), int(m['batch'])) if m else None
-
-# %% ../nbs/19_checkpoint.ipynb #45f7ce1a
-class _HashingFile:
-    "A binary file that hashes what is written to it, so a checkpoint is hashed without being read back."
-    def __init__(self, f): self.f, self.h = f, hashlib.sha256()
-    def write(self, b): self.h.update(b); return self.f.write(b)
-    def flush(self): self.f.flush()
 
 # %% ../nbs/19_checkpoint.ipynb #61d86187
 def _check_checkpoint_args(every, keep, fname):
@@ -223,19 +174,19 @@ def _check_batch_checkpoints(learn):
     if any(isinstance(cb, ModelResetter) for cb in learn.cbs):
         raise ValueError("ReproCheckpoint(every=<batches>) cannot save an RNN's hidden state half-way through an epoch: use every='epoch'")
 
-# %% ../nbs/19_checkpoint.ipynb #7571fac2
-@patch
-def before_manifest(self:ReproCheckpoint, m):
-    "Before the fit's final manifest: finish the last write, so the manifest lists every kept checkpoint."
-    if m is not self.run_manifest: return  # another fit's, or this fit's first
-    try: self.wait()
-    except RuntimeError as e: warnings.warn(str(e))
-    _list_checkpoints(m, self._artifacts())
-
 # %% ../nbs/19_checkpoint.ipynb #3eebd519
 @patch
 def after_manifest(self:ReproCheckpoint, m, path):
     if self.on: self.run_manifest, self.manifest_path = m, Path(path)
+
+# %% ../nbs/19_checkpoint.ipynb #33ed46b4
+@patch
+def folder(self:ReproCheckpoint) -> Path: return Path(self.learn.path)/self.learn.model_dir
+
+# %% ../nbs/19_checkpoint.ipynb #4b047d7c
+@patch
+def prefix(self:ReproCheckpoint) -> str:
+    return self.run_manifest['run_id'] if self.fname is None else f"{self.fname}-f{self.run_manifest['randomness']['fit']}"
 
 # %% ../nbs/19_checkpoint.ipynb #080d94f7
 @patch
@@ -249,14 +200,12 @@ def after_epoch(self:ReproCheckpoint):  # the epoch is in the manifest that list
     if not (self.on and self.every == 'epoch'): return
     self.wait(); active_repro(self.learn).write_progress(force=True); self.save(self.epoch + 1, 0)  # the last write done: one writer of the manifest
 
-# %% ../nbs/19_checkpoint.ipynb #33ed46b4
-@patch
-def folder(self:ReproCheckpoint) -> Path: return Path(self.learn.path)/self.learn.model_dir
-
-# %% ../nbs/19_checkpoint.ipynb #4b047d7c
-@patch
-def prefix(self:ReproCheckpoint) -> str:
-    return self.run_manifest['run_id'] if self.fname is None else f"{self.fname}-f{self.run_manifest['randomness']['fit']}"
+# %% ../nbs/19_checkpoint.ipynb #45f7ce1a
+class _HashingFile:
+    "A binary file that hashes what is written to it, so a checkpoint is hashed without being read back."
+    def __init__(self, f): self.f, self.h = f, hashlib.sha256()
+    def write(self, b): self.h.update(b); return self.f.write(b)
+    def flush(self): self.f.flush()
 
 # %% ../nbs/19_checkpoint.ipynb #3dc7cda0
 def write_checkpoint(state:dict, dest:Path) -> dict:
@@ -332,6 +281,15 @@ def _artifacts(self:ReproCheckpoint) -> list:
 def _list_checkpoints(m:dict, checkpoints:list):
     "Set `m`'s checkpoint artifacts to `checkpoints`, keeping its other artifacts."
     m['artifacts'] = [a for a in m['artifacts'] if not parse_checkpoint_name(a['path'])] + checkpoints
+
+# %% ../nbs/19_checkpoint.ipynb #7571fac2
+@patch
+def before_manifest(self:ReproCheckpoint, m):
+    "Before the fit's final manifest: finish the last write, so the manifest lists every kept checkpoint."
+    if m is not self.run_manifest: return  # another fit's, or this fit's first
+    try: self.wait()
+    except RuntimeError as e: warnings.warn(str(e))
+    _list_checkpoints(m, self._artifacts())
 
 # %% ../nbs/19_checkpoint.ipynb #c2aea208
 def pending_grads(model) -> dict:
@@ -488,3 +446,45 @@ def find_checkpoint(learn) -> tuple:
             return p, state
         except (CheckpointError, CheckpointMismatch) as e: skipped.append(f"  {p.name}: {e}")
     raise FileNotFoundError(f"none of the {len(found)} checkpoints in {folder} belongs to this learner:\n" + '\n'.join(skipped[:5]))
+
+# %% ../nbs/19_checkpoint.ipynb #106116a8
+def decode_args(args:dict) -> dict:
+    "The arguments `encode_args` stored, ready to call with; raises for one that only a repr was kept of."
+    def dec(k, v):
+        if isinstance(v, (list, tuple)): return type(v)(dec(k, o) for o in v)
+        if not isinstance(v, dict): return v
+        if '__slice__' in v: return slice(*(dec(k, o) for o in v['__slice__']))
+        if '__array__' in v: return v['__array__'].numpy()
+        raise ValueError(f"the fit call's argument `{k}` was {v['__repr__']}, which a checkpoint cannot replay: "
+                         "pass the call itself, `learn.resume(fit=lambda l: l.fit_one_cycle(...))`")
+    return {k: dec(k, v) for k, v in args.items()}
+
+# %% ../nbs/19_checkpoint.ipynb #17a88b95
+def check_stateful_callbacks(learn, saved:dict):
+    "The resumed fit must have the stateful callbacks the checkpoint has state for, and no others."
+    now = {cb.name for cb in learn.cbs if state_attrs(cb)}
+    if now == set(saved): return
+    missing, extra = sorted(set(saved) - now), sorted(now - set(saved))
+    raise CheckpointMismatch("the resumed fit's callbacks differ from the checkpoint's: " +
+                             '; '.join(([f"missing {missing} (pass them in `cbs`)"] if missing else []) + ([f"extra {extra}"] if extra else [])))
+
+# %% ../nbs/19_checkpoint.ipynb #e2e899ea
+def set_callback_state(learn, s:dict):
+    "Put back what `callback_state` and `recorder_state` saved into checkpoint state `s`."
+    if s['recorder'] is not None: set_recorder_state(learn.recorder, s['recorder'])
+    for cb in learn.cbs:
+        for a, v in s['callbacks'].get(cb.name, {}).items(): setattr(cb, a, v)
+
+# %% ../nbs/19_checkpoint.ipynb #4ee7237f
+def set_recorder_state(rec:Recorder, s:dict):
+    "Put back what `recorder_state` saved."
+    rec.lrs, rec.iters, rec.losses, rec.values = list(s['lrs']), list(s['iters']), list(s['losses'].unbind(0)), [list(v) for v in s['values']]
+    rec.smooth_loss.count, rec.smooth_loss.val = s['smooth_loss']['count'], s['smooth_loss']['val'].clone()
+
+# %% ../nbs/19_checkpoint.ipynb #4fa67f90
+def load_opt_state(opt, sd:dict):
+    "Load `sd` into `opt`; a hyper-parameter equal to the current one keeps its current object (a NumPy float stays one)."
+    cur = opt.state_dict().get('hypers')  # None for a PyTorch optimizer's (`OptimWrapper`) state dict
+    if cur is not None and len(cur) == len(sd.get('hypers') or ()):
+        sd = dict(sd, hypers=[{k: (c[k] if isinstance(v, (int, float)) and c.get(k) == v else v) for k, v in s.items()} for c, s in zip(cur, sd['hypers'])])
+    opt.load_state_dict(sd)

@@ -78,45 +78,6 @@ def _add_reproduce(sub):
     d.add_argument('--verify-log', action='store_true', help="only check the audit log (drills.jsonl): exit 1 if a line was edited, moved or deleted")
     d.add_argument('--head', default=None, help="with --verify-log: the head hash a drill printed, to find lines cut off at the end")
 
-def _drill_cmd(a) -> int:
-    from fastrepro.drill import drill, verify_log, DRILL_LOG
-    runs = runs_dir(a.dir if a.dir is not None else a.runs)
-    if a.verify_log:
-        problems = verify_log(runs, a.head)
-        print('\n'.join(problems) if problems else f"{runs/DRILL_LOG}: intact")
-        return 1 if problems else 0
-    d = drill(runs, a.sample, a.older_than, a.budget, a.seed, a.env)
-    print(d)
-    return 0 if d.ok else 1
-
-def _lock_cmd(a) -> int:
-    from fastrepro.lock import lock_run
-    print(lock_run(resolve_run(a.run, a.runs), a.out, a.base_digest, a.repo))
-    return 0
-
-def _reproduce_cmd(a) -> int:
-    from fastrepro.reproduce import reproduce
-    r = reproduce(resolve_run(a.run, a.runs), env=a.env, lock=a.lock, epochs=a.epochs, require=a.require,
-                  sweep=a.sweep, metric=a.metric, repo=a.repo)
-    print(json.dumps(r.to_dict(), default=str) if a.json else r)
-    return r.exit_code
-
-# %% ../nbs/27_cli.ipynb #c6761bea
-def _sweep_cmd(a) -> int:
-    from fastrepro.sweep import load_sweep, compare_sweeps
-    if a.sweep_command == 'show': load_sweep(a.dir).show(); return 0
-    if a.sweep_command == 'compare': print(compare_sweeps(load_sweep(a.dir_a), load_sweep(a.dir_b), a.metric)); return 0
-    res = load_sweep(a.dir).check(_load(a, a.run), a.metric, a.level)
-    print(res)
-    return 0 if res.inside else 1
-
-# %% ../nbs/27_cli.ipynb #bdc4531f
-def _diverge_cmd(a) -> int:
-    from fastrepro.diverge import compare_traces
-    report = compare_traces(a.trace_a, a.trace_b)
-    report.show()
-    return 0 if report.identical else 1
-
 # %% ../nbs/27_cli.ipynb #6e1a9c4d
 def main(argv=None) -> int:
     "The `fastrepro` console script."
@@ -146,16 +107,6 @@ def _load(a, run:str) -> dict:
     from fastrepro.mlflow import fetch_manifest, tracking_uri_for
     return fetch_manifest(run, tracking_uri_for(a.tracking_uri, a.runs))
 
-# %% ../nbs/27_cli.ipynb #12c164ba
-def _mlflow_cmd(a) -> int:
-    "`runs --mlflow [URI]` lists an experiment's fastrepro runs; `mlflow sync [DIR]` uploads the runs MLflow lacks."
-    from fastrepro.mlflow import mlflow_runs_table, sync_runs, tracking_uri_for
-    runs = a.dir if a.dir is not None else a.runs
-    if a.command == 'runs': print(mlflow_runs_table(tracking_uri_for(a.mlflow or a.tracking_uri, runs), a.experiment)); return 0
-    done = sync_runs(runs, a.tracking_uri, a.experiment)
-    print(f"uploaded {len(done)} run(s) from {runs_dir(runs)}" + ''.join(f"\n  {r}" for r in done))
-    return 0
-
 # %% ../nbs/27_cli.ipynb #614e2c72
 def _number(v): return f"{v:.6g}" if isinstance(v, float) else str(v)
 
@@ -180,6 +131,28 @@ def _call(hp):
     name, args = next(iter(calls.items()))
     return f"{name}({', '.join(f'{k}={_number(v)}' for k, v in args.items())})"
 
+# %% ../nbs/27_cli.ipynb #16d292d8
+def _code_line(c:dict) -> str:
+    "The commit, what a dirty tree adds, and whether a remote holds the commit (unknown in a manifest older than 1.1)."
+    if not c.get('commit'): return 'no git'
+    extra = []
+    if c.get('dirty'):
+        if 'untracked' not in c: extra.append('dirty, patch not recorded')
+        else: extra.append(f"dirty: patch {(c.get('patch') or {}).get('bytes', 0)} bytes, {len(c['untracked'])} untracked file(s)"
+                           + (f", {len(c['left_out'])} left out" if c.get('left_out') else ''))
+    extra.append({True: 'on a remote', False: 'on no remote'}.get(c.get('on_remote'), 'remote unknown'))
+    return f"{c['commit'][:12]} ({', '.join(extra)})"
+
+# %% ../nbs/27_cli.ipynb #711ac4dc
+def _entry_line(c:dict) -> str:
+    "How the run was started, as `fastrepro reproduce` would replay it."
+    e = c.get('entry')
+    if not e: return 'unknown (a manifest older than 1.1)'
+    if not e['replayable']: return f"not replayable: {e['reason']}"
+    if e['kind'] == 'notebook': return f"notebook {e['path']}, cells run {'in order' if e['in_order'] else 'OUT OF ORDER'}"
+    what = f"python -m {e['module']}" if e['kind'] == 'module' else f"python {e['path']}"
+    return ' '.join([what, *e['argv']]) + f"  (in {e['cwd']})"
+
 # %% ../nbs/27_cli.ipynb #a7d4e0b2
 def _layer_lines(m):
     "One line for each layer of manifest `m` but the results."
@@ -195,27 +168,6 @@ def _layer_lines(m):
             f"  env vars    {m['env_vars'] or {}}",
             f"  fit         {_call(hp)}, {hp.get('epochs')} epochs, bs {hp.get('bs')}, {hp.get('num_workers')} workers, "
             f"{hp.get('model')} ({hp.get('n_params')} params)"]
-
-# %% ../nbs/27_cli.ipynb #16d292d8
-def _code_line(c:dict) -> str:
-    "The commit, what a dirty tree adds, and whether a remote holds the commit (unknown in a manifest older than 1.1)."
-    if not c.get('commit'): return 'no git'
-    extra = []
-    if c.get('dirty'):
-        if 'untracked' not in c: extra.append('dirty, patch not recorded')
-        else: extra.append(f"dirty: patch {(c.get('patch') or {}).get('bytes', 0)} bytes, {len(c['untracked'])} untracked file(s)"
-                           + (f", {len(c['left_out'])} left out" if c.get('left_out') else ''))
-    extra.append({True: 'on a remote', False: 'on no remote'}.get(c.get('on_remote'), 'remote unknown'))
-    return f"{c['commit'][:12]} ({', '.join(extra)})"
-
-def _entry_line(c:dict) -> str:
-    "How the run was started, as `fastrepro reproduce` would replay it."
-    e = c.get('entry')
-    if not e: return 'unknown (a manifest older than 1.1)'
-    if not e['replayable']: return f"not replayable: {e['reason']}"
-    if e['kind'] == 'notebook': return f"notebook {e['path']}, cells run {'in order' if e['in_order'] else 'OUT OF ORDER'}"
-    what = f"python -m {e['module']}" if e['kind'] == 'module' else f"python {e['path']}"
-    return ' '.join([what, *e['argv']]) + f"  (in {e['cwd']})"
 
 # %% ../nbs/27_cli.ipynb #1c6e9f3d
 def _results_lines(res):
@@ -238,6 +190,7 @@ def _age(iso:str) -> str:
     s = max(0, int((datetime.now(timezone.utc) - datetime.fromisoformat(iso)).total_seconds()))
     return f"{s // 86400} d" if s >= 86400 else f"{s // 3600} h" if s >= 3600 else f"{s // 60} min" if s >= 60 else f"{s} s"
 
+# %% ../nbs/27_cli.ipynb #4c4bdc67
 def status_line(m:dict) -> str:
     "Manifest `m`'s status as `show` and `runs` print it: how it ended, or whether it still runs."
     s, progress, stop = m['status'], m.get('progress') or {}, m.get('stopped_early')
@@ -317,3 +270,55 @@ def _dispatch(a) -> int:
     print(f"this Python environment and hardware match {m['run_id']}" if not d.matters else f"results could differ from {m['run_id']}:\n{d}")
     if ev.matters: print(f"note, set these as the run had them (fastrepro's set_seed sets CUBLAS_WORKSPACE_CONFIG itself):\n{ev}")
     return 1 if d.matters else 0
+
+# %% ../nbs/27_cli.ipynb #c6761bea
+def _sweep_cmd(a) -> int:
+    from fastrepro.sweep import load_sweep, compare_sweeps
+    if a.sweep_command == 'show': load_sweep(a.dir).show(); return 0
+    if a.sweep_command == 'compare': print(compare_sweeps(load_sweep(a.dir_a), load_sweep(a.dir_b), a.metric)); return 0
+    res = load_sweep(a.dir).check(_load(a, a.run), a.metric, a.level)
+    print(res)
+    return 0 if res.inside else 1
+
+# %% ../nbs/27_cli.ipynb #bdc4531f
+def _diverge_cmd(a) -> int:
+    from fastrepro.diverge import compare_traces
+    report = compare_traces(a.trace_a, a.trace_b)
+    report.show()
+    return 0 if report.identical else 1
+
+# %% ../nbs/27_cli.ipynb #3c302c89
+def _reproduce_cmd(a) -> int:
+    from fastrepro.reproduce import reproduce
+    r = reproduce(resolve_run(a.run, a.runs), env=a.env, lock=a.lock, epochs=a.epochs, require=a.require,
+                  sweep=a.sweep, metric=a.metric, repo=a.repo)
+    print(json.dumps(r.to_dict(), default=str) if a.json else r)
+    return r.exit_code
+
+# %% ../nbs/27_cli.ipynb #7b7dfadf
+def _lock_cmd(a) -> int:
+    from fastrepro.lock import lock_run
+    print(lock_run(resolve_run(a.run, a.runs), a.out, a.base_digest, a.repo))
+    return 0
+
+# %% ../nbs/27_cli.ipynb #46104141
+def _drill_cmd(a) -> int:
+    from fastrepro.drill import drill, verify_log, DRILL_LOG
+    runs = runs_dir(a.dir if a.dir is not None else a.runs)
+    if a.verify_log:
+        problems = verify_log(runs, a.head)
+        print('\n'.join(problems) if problems else f"{runs/DRILL_LOG}: intact")
+        return 1 if problems else 0
+    d = drill(runs, a.sample, a.older_than, a.budget, a.seed, a.env)
+    print(d)
+    return 0 if d.ok else 1
+
+# %% ../nbs/27_cli.ipynb #12c164ba
+def _mlflow_cmd(a) -> int:
+    "`runs --mlflow [URI]` lists an experiment's fastrepro runs; `mlflow sync [DIR]` uploads the runs MLflow lacks."
+    from fastrepro.mlflow import mlflow_runs_table, sync_runs, tracking_uri_for
+    runs = a.dir if a.dir is not None else a.runs
+    if a.command == 'runs': print(mlflow_runs_table(tracking_uri_for(a.mlflow or a.tracking_uri, runs), a.experiment)); return 0
+    done = sync_runs(runs, a.tracking_uri, a.experiment)
+    print(f"uploaded {len(done)} run(s) from {runs_dir(runs)}" + ''.join(f"\n  {r}" for r in done))
+    return 0

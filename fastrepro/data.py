@@ -165,18 +165,6 @@ def before_iter(self:KeyedStreams):
     self.dl.rng = random.Random(self.key('shuffle'))
     self.dl.fake_l.generator = torch.Generator().manual_seed(self.key('workers'))
 
-# %% ../nbs/07_data.ipynb #b7002492
-@patch
-def create_item(self:KeyedStreams, s):
-    self.seed_stream('item', s)
-    return self._create_item(s)
-
-# %% ../nbs/07_data.ipynb #b976c3a7
-@patch
-def after_batch(self:KeyedStreams, b):
-    "Used instead of `KeyedPipeline` for loaders whose `after_batch` is a plain function."
-    return self.keyed_batch(b, self._after_batch)
-
 # %% ../nbs/07_data.ipynb #ad562772
 @patch
 def get_idxs(self:KeyedStreams):
@@ -195,6 +183,18 @@ def reset_orders(dl):
         if isinstance(o, ReindexCollection):
             idxs = o.idxs.items if isinstance(o.idxs, L) else o.idxs
             idxs[:] = range(len(idxs))  # in place: `LMDataLoader` shares this list between its texts and their lengths
+
+# %% ../nbs/07_data.ipynb #b7002492
+@patch
+def create_item(self:KeyedStreams, s):
+    self.seed_stream('item', s)
+    return self._create_item(s)
+
+# %% ../nbs/07_data.ipynb #b976c3a7
+@patch
+def after_batch(self:KeyedStreams, b):
+    "Used instead of `KeyedPipeline` for loaders whose `after_batch` is a plain function."
+    return self.keyed_batch(b, self._after_batch)
 
 # %% ../nbs/07_data.ipynb #876596d8
 class KeyedDataset(Dataset):

@@ -76,6 +76,7 @@ def _broadcast(self:ReproDistributedDL, t, rank):
     self._last_broadcast = (work, t)
     return t.cpu().tolist()
 
+# %% ../nbs/10_distributed.ipynb #8dad1f91
 @patch
 def __getstate__(self:ReproDistributedDL):
     "Pickled (for workers that are spawned rather than forked) without the last broadcast's work, which cannot be."
@@ -159,12 +160,6 @@ def agree(self:RankGroup, learn, seed:int, fit):
         raise RankMismatch(f"the {self.world_size} ranks disagree before fit {fit}, so nothing was trained: " + '; '.join(problems))
 
 # %% ../nbs/10_distributed.ipynb #f9a8ca2e
-def _keyed_wrap_dl(trainer, dl):
-    "Stands in for `DistributedTrainer._wrap_dl` on one trainer: keyed loaders get `ReproDistributedDL`, others fastai's own."
-    if isinstance(dl, DistributedDL) or not isinstance(getattr(dl, 'repro_streams', None), KeyedStreams):
-        return DistributedTrainer._wrap_dl(trainer, dl)
-    return ReproDistributedDL(dl, device=next(trainer.learn.model.parameters()).device)  # this rank's device, as fastai does
-
 def _has_batchnorm(model): return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
 
 # %% ../nbs/10_distributed.ipynb #248a099a
@@ -180,6 +175,13 @@ def check_trainer(trainer:DistributedTrainer, learn, world_size:int):
 # %% ../nbs/10_distributed.ipynb #2cc80622
 LR_FIND_HANGS = ("`lr_find` inside `distrib_ctx` hangs in fastai 2.8: only rank 0 saves the weights it restores, so rank 0 waits "
                  "in `learn.load`'s barrier for ranks that never reach it. Find the learning rate in one process (without `torchrun`) and pass it to the script.")
+
+# %% ../nbs/10_distributed.ipynb #24a5b5f6
+def _keyed_wrap_dl(trainer, dl):
+    "Stands in for `DistributedTrainer._wrap_dl` on one trainer: keyed loaders get `ReproDistributedDL`, others fastai's own."
+    if isinstance(dl, DistributedDL) or not isinstance(getattr(dl, 'repro_streams', None), KeyedStreams):
+        return DistributedTrainer._wrap_dl(trainer, dl)
+    return ReproDistributedDL(dl, device=next(trainer.learn.model.parameters()).device)  # this rank's device, as fastai does
 
 # %% ../nbs/10_distributed.ipynb #249165ec
 @patch
@@ -202,6 +204,7 @@ def after_fit(self:RankGroup, learn):
     if len(set(self.final)) > 1:
         warnings.warn(f"the ranks ended this fit with different weights: {[h[:12] for h in self.final]}")
 
+# %% ../nbs/10_distributed.ipynb #68808300
 @patch
 def describe(self:RankGroup, m:dict):
     "Add the ranks' hosts, and once the fit is over their devices and final-weights hashes, to manifest `m`."
@@ -209,6 +212,7 @@ def describe(self:RankGroup, m:dict):
     if self.devices: m['hardware']['topology']['devices'] = self.devices
     if self.final: m['results']['rank_weights_sha256'] = self.final
 
+# %% ../nbs/10_distributed.ipynb #825a57d0
 @patch
 def leave(self:RankGroup, learn):
     for t in learn.cbs: vars(t).pop('_wrap_dl', None)

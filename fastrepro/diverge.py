@@ -143,6 +143,29 @@ def compare_traces(a, b) -> DivergenceReport:
         if k is not None: return DivergenceReport(a, b, i, sa, sb, k)
     return DivergenceReport(a, b, min(len(a), len(b)))
 
+# %% ../nbs/22_diverge.ipynb #45427088
+def find_divergence(a, # a trace (path or `Trace`), or `make_learner`: returns a fresh `Learner`, called in each fresh process
+                    b, # the other trace, or `fit(learn)`
+                    max_steps:int=None, # stop each run after this many training steps (1: the single-step test)
+                    every:int=1, # trace every n-th training step
+                    what='light', # 'light', 'full' or a tuple of `RECORDS`, as `TraceCallback`
+                    refine:bool=True, # at a divergence after the data, replay both runs with the full level on that step
+                    checkpoint_every:int=None, # the first run writes an exact-resume checkpoint every n training steps, for the replay to start from
+                    timeout:float=None, # seconds per fresh run
+                    folder=None) -> DivergenceReport: # keep the traces here; None: a temporary folder, removed
+    "Where two runs part: compare traces `a` and `b`, or trace `fit(make_learner())` in two fresh processes and compare."
+    if not callable(a): return compare_traces(a, b)
+    what, every = _check_find_args(b, max_steps, checkpoint_every, what, every)
+    tmp = fresh_tempdir('diverge') if folder is None else None  # named after this process: removed even if it is killed
+    folder = Path(tmp.name if tmp else folder); folder.mkdir(parents=True, exist_ok=True)
+    try:
+        ta, tb, manifests = _fresh_pair(a, b, folder, 'run', timeout, max_steps, checkpoint_every, every=every, what=what)
+        report = compare_traces(ta, tb)
+        if not refine or report.identical or report.phase == 'data' or 'forward' in what: return report
+        return _replay_to_divergence(report, a, b, folder, timeout, every, what, manifests if checkpoint_every else None)
+    finally:
+        if tmp: tmp.cleanup()
+
 # %% ../nbs/22_diverge.ipynb #e0e273b3
 class _StopAfter(Callback):
     "Cancel the fit after `n` training steps, counted over all fits: `find_divergence`'s `max_steps`."
@@ -221,26 +244,3 @@ def _check_find_args(fit, max_steps, checkpoint_every, what, every) -> tuple:
     for name, v in (('max_steps', max_steps), ('checkpoint_every', checkpoint_every)):
         if v is not None and not is_count(v): raise ValueError(f"`{name}` must be a positive int (training steps) or None, got {v!r}")
     return check_trace_args(what, every, None)[:2]
-
-# %% ../nbs/22_diverge.ipynb #45427088
-def find_divergence(a, # a trace (path or `Trace`), or `make_learner`: returns a fresh `Learner`, called in each fresh process
-                    b, # the other trace, or `fit(learn)`
-                    max_steps:int=None, # stop each run after this many training steps (1: the single-step test)
-                    every:int=1, # trace every n-th training step
-                    what='light', # 'light', 'full' or a tuple of `RECORDS`, as `TraceCallback`
-                    refine:bool=True, # at a divergence after the data, replay both runs with the full level on that step
-                    checkpoint_every:int=None, # the first run writes an exact-resume checkpoint every n training steps, for the replay to start from
-                    timeout:float=None, # seconds per fresh run
-                    folder=None) -> DivergenceReport: # keep the traces here; None: a temporary folder, removed
-    "Where two runs part: compare traces `a` and `b`, or trace `fit(make_learner())` in two fresh processes and compare."
-    if not callable(a): return compare_traces(a, b)
-    what, every = _check_find_args(b, max_steps, checkpoint_every, what, every)
-    tmp = fresh_tempdir('diverge') if folder is None else None  # named after this process: removed even if it is killed
-    folder = Path(tmp.name if tmp else folder); folder.mkdir(parents=True, exist_ok=True)
-    try:
-        ta, tb, manifests = _fresh_pair(a, b, folder, 'run', timeout, max_steps, checkpoint_every, every=every, what=what)
-        report = compare_traces(ta, tb)
-        if not refine or report.identical or report.phase == 'data' or 'forward' in what: return report
-        return _replay_to_divergence(report, a, b, folder, timeout, every, what, manifests if checkpoint_every else None)
-    finally:
-        if tmp: tmp.cleanup()

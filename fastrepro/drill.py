@@ -78,6 +78,13 @@ DRILL_LOG = 'drills.jsonl'
 def _line_sha(rec:dict) -> str:
     return hashlib.sha256(json.dumps({k: v for k, v in rec.items() if k != 'sha256'}, sort_keys=True).encode()).hexdigest()
 
+# %% ../nbs/26_drill.ipynb #fc57ba48
+def _parse_line(line:str) -> dict|None:
+    "A log line as `append_log` wrote it (a JSON object, keys sorted, nothing else), or None."
+    try: rec = json.loads(line)
+    except json.JSONDecodeError: return None
+    return rec if isinstance(rec, dict) and json.dumps(rec, sort_keys=True) == line else None
+
 # %% ../nbs/26_drill.ipynb #e7fcb15e
 def append_log(runs, record:dict) -> dict:
     "Append `record` to the runs folder's audit log, chained to the line before; the line as written."
@@ -92,13 +99,6 @@ def append_log(runs, record:dict) -> dict:
         rec['sha256'] = _line_sha(rec)
         f.write(json.dumps(rec, sort_keys=True) + '\n'); f.flush(); os.fsync(f.fileno())
     return rec
-
-# %% ../nbs/26_drill.ipynb #fc57ba48
-def _parse_line(line:str) -> dict|None:
-    "A log line as `append_log` wrote it (a JSON object, keys sorted, nothing else), or None."
-    try: rec = json.loads(line)
-    except json.JSONDecodeError: return None
-    return rec if isinstance(rec, dict) and json.dumps(rec, sort_keys=True) == line else None
 
 # %% ../nbs/26_drill.ipynb #71717d66
 def verify_log(path, # a runs folder, or its audit log

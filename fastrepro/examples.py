@@ -120,6 +120,19 @@ def stock_drift(path=None, epochs:int=3, workers:int=2, seed:int=42):
     (m_a, w_a), (m_b, w_b) = [_stock_fastai_run(path, epochs, workers, seed, f) for f in (False, True)]
     return m_a, m_b, (w_a - w_b).abs().max().item()
 
+# %% ../nbs/16_examples.ipynb #00fcbcca
+@call_parse
+def demo(epochs:int=2, # epochs of `fit_one_cycle` per run
+         workers:int=2, # DataLoader worker processes
+         seed:int=42): # the runs' seed
+    "Check the three contract points on the bundled digits in fresh processes; then show stock fastai drift."
+    check_seed(seed, caller='fastrepro-demo'); path, t0 = digits_path(), time.time()
+    print(f"fastrepro demo: digits CNN, {epochs} epochs of fit_one_cycle, seed {seed}\n")
+    report = _demo_fastrepro(path, epochs, workers, seed)
+    _demo_stock(path, epochs, workers, seed)
+    print(f"\ndone in {time.time() - t0:.0f}s")
+    return report
+
 # %% ../nbs/16_examples.ipynb #d0e1d8e8
 def _demo_fastrepro(path, epochs, workers, seed):
     from fastrepro.learner import repro_learner
@@ -139,16 +152,3 @@ def _demo_stock(path, epochs, workers, seed):
     print(f"   without lr_find: valid_loss {loss_a:.6f}, accuracy {acc_a:.6f}")
     print(f"   with lr_find:    valid_loss {loss_b:.6f}, accuracy {acc_b:.6f}")
     print(f"   {'the same' if dw == 0 else 'DRIFTED'}: the final weights differ by up to {dw:.3g}")
-
-# %% ../nbs/16_examples.ipynb #00fcbcca
-@call_parse
-def demo(epochs:int=2, # epochs of `fit_one_cycle` per run
-         workers:int=2, # DataLoader worker processes
-         seed:int=42): # the runs' seed
-    "Check the three contract points on the bundled digits in fresh processes; then show stock fastai drift."
-    check_seed(seed, caller='fastrepro-demo'); path, t0 = digits_path(), time.time()
-    print(f"fastrepro demo: digits CNN, {epochs} epochs of fit_one_cycle, seed {seed}\n")
-    report = _demo_fastrepro(path, epochs, workers, seed)
-    _demo_stock(path, epochs, workers, seed)
-    print(f"\ndone in {time.time() - t0:.0f}s")
-    return report

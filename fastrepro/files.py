@@ -10,8 +10,8 @@ import hashlib, os, re, socket, tempfile, time
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['HOST', 'ORPHAN_AGE_S', 'PENDING_BLOBS', 'atomic_write', 'fsync_dir', 'pid_alive', 'process_identity',
-           'process_liveness', 'remove_orphans', 'put_blob', 'store_blobs', 'BlobError', 'read_blob']
+__all__ = ['HOST', 'ORPHAN_AGE_S', 'PENDING_BLOBS', 'atomic_write', 'pid_alive', 'process_identity', 'process_liveness',
+           'remove_orphans', 'fsync_dir', 'put_blob', 'store_blobs', 'BlobError', 'read_blob']
 
 # %% ../nbs/02_files.ipynb #3d9f1e6b
 HOST = re.sub(r'[^A-Za-z0-9_.]', '_', socket.gethostname())  # no '-': a temp name splits back into host, pid, random part
@@ -30,13 +30,6 @@ def atomic_write(data, # text, bytes, or a function that writes a binary file it
     except BaseException:
         if os.path.exists(tmp): os.unlink(tmp)
         raise
-
-# %% ../nbs/02_files.ipynb #4e7b1a93
-def fsync_dir(d):
-    "Flush folder `d`'s entries to disk, so that a rename into it survives a power cut."
-    dfd = os.open(d, os.O_RDONLY)
-    try: os.fsync(dfd)
-    finally: os.close(dfd)
 
 # %% ../nbs/02_files.ipynb #19440248
 def _boot_id() -> str|None:
@@ -102,6 +95,13 @@ def remove_orphans(folder) -> int:
             if _orphaned(f): f.unlink(); n += 1
         except FileNotFoundError: pass  # its writer finished, or another cleaner got there first
     return n
+
+# %% ../nbs/02_files.ipynb #4e7b1a93
+def fsync_dir(d):
+    "Flush folder `d`'s entries to disk, so that a rename into it survives a power cut."
+    dfd = os.open(d, os.O_RDONLY)
+    try: os.fsync(dfd)
+    finally: os.close(dfd)
 
 # %% ../nbs/02_files.ipynb #ac97ff96
 PENDING_BLOBS = {}  # sha256 -> bytes a manifest refers to, until `store_blobs` writes them into its runs folder

@@ -14,14 +14,8 @@ from fastcore.basics import patch
 from .bits import tensor_bytes
 
 # %% auto #0
-__all__ = ['LISTINGS', 'cache_dir', 'hash_file', 'HashCache', 'hash_files', 'parse_listing', 'fingerprint_files', 'list_files',
-           'fingerprint_folder', 'hash_dataframe', 'fingerprint_items', 'fingerprint_dls', 'hash_state_dict']
-
-# %% ../nbs/03_fingerprint.ipynb #7140310f
-def cache_dir() -> Path:
-    "Where fastrepro keeps its caches: `$FASTREPRO_CACHE`, else `$XDG_CACHE_HOME/fastrepro`, else `~/.cache/fastrepro`."
-    if os.environ.get('FASTREPRO_CACHE'): return Path(os.environ['FASTREPRO_CACHE'])
-    return Path(os.environ.get('XDG_CACHE_HOME') or Path.home()/'.cache')/'fastrepro'
+__all__ = ['LISTINGS', 'hash_file', 'HashCache', 'hash_files', 'fingerprint_files', 'list_files', 'fingerprint_folder',
+           'hash_dataframe', 'fingerprint_items', 'fingerprint_dls', 'hash_state_dict', 'cache_dir', 'parse_listing']
 
 # %% ../nbs/03_fingerprint.ipynb #e2666eeb
 _CHUNK = 1 << 20
@@ -130,11 +124,6 @@ def _fingerprint(paths, root, cache):
     while len(LISTINGS) > _LISTINGS_KEPT: LISTINGS.pop(next(iter(LISTINGS)))
     return dict(sha256=sha, n=len(pairs))
 
-# %% ../nbs/03_fingerprint.ipynb #a559efc4
-def parse_listing(text:bytes) -> dict:
-    "A listing from `LISTINGS` as {relative path: sha256}."
-    return dict(line.split('\0') for line in text.decode().splitlines())
-
 # %% ../nbs/03_fingerprint.ipynb #10506031
 def fingerprint_files(paths, root=None, cache=True) -> dict:
     "Fingerprint of the files `paths` (relative to `root`, default their common folder): sha256 and count."
@@ -211,3 +200,14 @@ def hash_state_dict(sd:dict) -> str:
         h.update(f"{k}\0{t.dtype}\0{tuple(t.shape)}\n".encode())
         h.update(tensor_bytes(t))
     return h.hexdigest()
+
+# %% ../nbs/03_fingerprint.ipynb #7140310f
+def cache_dir() -> Path:
+    "Where fastrepro keeps its caches: `$FASTREPRO_CACHE`, else `$XDG_CACHE_HOME/fastrepro`, else `~/.cache/fastrepro`."
+    if os.environ.get('FASTREPRO_CACHE'): return Path(os.environ['FASTREPRO_CACHE'])
+    return Path(os.environ.get('XDG_CACHE_HOME') or Path.home()/'.cache')/'fastrepro'
+
+# %% ../nbs/03_fingerprint.ipynb #a559efc4
+def parse_listing(text:bytes) -> dict:
+    "A listing from `LISTINGS` as {relative path: sha256}."
+    return dict(line.split('\0') for line in text.decode().splitlines())

@@ -29,6 +29,7 @@ def pack_for_child(job, # a function the child calls; what it returns, `torch.sa
     "`job` and its arguments cloudpickled, behind what a child needs to import the code they refer to: the parent's `sys.path` and working directory."
     return pickle.dumps((dict(sys_path=list(sys.path), cwd=os.getcwd()), cloudpickle.dumps((job, kwargs))))
 
+# %% ../nbs/14_fresh.ipynb #487d18b9
 def unpack_in_child(data:bytes) -> tuple:
     "In a fresh child: take on the parent's `sys.path` and working directory, as multiprocessing's spawn does, then unpickle `(job, kwargs)`."
     context, inner = pickle.loads(data)  # a dict of str and a bytes: nothing of the user's is unpickled before the path is set
@@ -99,6 +100,7 @@ def remove_stale_tempdirs(root=None) -> int:
         if d.is_dir() and pid.isdigit() and not pid_alive(int(pid)): shutil.rmtree(d, ignore_errors=True); n += 1
     return n
 
+# %% ../nbs/14_fresh.ipynb #e9959b17
 def fresh_tempdir(kind:str='fresh') -> tempfile.TemporaryDirectory:
     "A temporary folder named after this process, `fastrepro-<kind>-<host>-<pid>-*`, made after removing those of ended processes."
     remove_stale_tempdirs()
@@ -134,6 +136,7 @@ def fresh_fit(make_learner, fit,
     r['manifests'] = [p.read_text() for p in sorted(runs_dir().glob('*.json'))]  # $FASTREPRO_RUNS: the parent's temp folder
     return r
 
+# %% ../nbs/14_fresh.ipynb #eacbb183
 def fresh_payload(make_learner, fit, threads:int=None, seeds_by_purpose:dict=None, **run_once_kwargs) -> bytes:
     "The bytes `run_fresh` runs: `fresh_fit` of `make_learner`, `fit` and the run's options (`pack_for_child`)."
     return pack_for_child(fresh_fit, make_learner=make_learner, fit=fit, threads=threads, seeds_by_purpose=seeds_by_purpose, **run_once_kwargs)

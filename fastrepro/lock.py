@@ -1,4 +1,4 @@
-"""`lock`: from a run's manifest, the files that rebuild its environment months later: every package pinned with its hash, the packages installed from a checkout built into wheels at their recorded commit, the exact Python, and a container that reruns the run and checks itself.
+"""`lock_run` (`fastrepro lock` in a shell): from a run's manifest, the files that rebuild its environment months later: every package pinned with its hash, the packages installed from a checkout built into wheels at their recorded commit, the exact Python, and a container that reruns the run and checks itself.
 
 Docs: https://fastrepro.github.io/fastrepro/lock.html.md"""
 

@@ -15,8 +15,8 @@ from .capture import code_info, environment, hardware, env_vars, redact
 
 # %% auto #0
 __all__ = ['SCHEMA_VERSION', 'LAYERS', 'REQUIRED', 'STATUSES', 'MANIFEST_SCHEMES', 'utc_now', 'new_run_id', 'runs_dir',
-           'new_manifest', 'finish_manifest', 'write_manifest', 'blob_refs', 'ManifestError', 'register_scheme',
-           'uri_scheme', 'load_manifest', 'liveness']
+           'new_manifest', 'finish_manifest', 'write_manifest', 'blob_refs', 'ManifestError', 'uri_scheme',
+           'load_manifest', 'liveness', 'register_scheme']
 
 # %% ../nbs/05_manifest.ipynb #3b1e7c20
 # no torch, numpy or fastai here: reading, writing and comparing manifests (`fastrepro show`, `diff`, `runs`) needs none of
@@ -94,26 +94,11 @@ def blob_refs(m:dict) -> list:
 class ManifestError(ValueError):
     "A manifest file that cannot be read as a fastrepro manifest."
 
-# %% ../nbs/05_manifest.ipynb #74e21ba9
-MANIFEST_SCHEMES = {}  # URI scheme -> fetch(uri) -> manifest, filled in by the modules that serve them
-
-# %% ../nbs/05_manifest.ipynb #49682361
-def register_scheme(scheme:str, fetch):
-    "Let `load_manifest` read the manifests that `scheme:...` URIs name, with `fetch(uri)`."
-    MANIFEST_SCHEMES[scheme] = fetch
-
 # %% ../nbs/05_manifest.ipynb #2f8e0adc
 def uri_scheme(run) -> str|None:
     "The scheme of `run` if it is a URI (`runs:/<id>`, `mlflow:<id>`), else None. A Windows drive letter is not a scheme."
     m = re.match(r'([A-Za-z][A-Za-z0-9+.-]+):', run) if isinstance(run, str) else None
     return m.group(1) if m and not Path(run).exists() else None
-
-# %% ../nbs/05_manifest.ipynb #25bec4e7
-def _fetcher(scheme:str):
-    "The function that reads `scheme:` URIs: registered, or declared by an installed package as a `fastrepro.manifest_schemes` entry point."
-    if scheme not in MANIFEST_SCHEMES:
-        for ep in metadata.entry_points(group='fastrepro.manifest_schemes', name=scheme): register_scheme(scheme, ep.load())
-    return MANIFEST_SCHEMES.get(scheme)
 
 # %% ../nbs/05_manifest.ipynb #0b9d5e4a
 def load_manifest(path, # a manifest file, or a URI such as `runs:/<id>`
@@ -138,3 +123,18 @@ def load_manifest(path, # a manifest file, or a URI such as `runs:/<id>`
 def liveness(m:dict) -> str:
     "Whether the process that wrote `running` manifest `m` still runs: 'alive', 'dead', 'elsewhere' (another host) or 'unknown'."
     return process_liveness(m.get('process') or {})
+
+# %% ../nbs/05_manifest.ipynb #74e21ba9
+MANIFEST_SCHEMES = {}  # URI scheme -> fetch(uri) -> manifest, filled in by the modules that serve them
+
+# %% ../nbs/05_manifest.ipynb #49682361
+def register_scheme(scheme:str, fetch):
+    "Let `load_manifest` read the manifests that `scheme:...` URIs name, with `fetch(uri)`."
+    MANIFEST_SCHEMES[scheme] = fetch
+
+# %% ../nbs/05_manifest.ipynb #25bec4e7
+def _fetcher(scheme:str):
+    "The function that reads `scheme:` URIs: registered, or declared by an installed package as a `fastrepro.manifest_schemes` entry point."
+    if scheme not in MANIFEST_SCHEMES:
+        for ep in metadata.entry_points(group='fastrepro.manifest_schemes', name=scheme): register_scheme(scheme, ep.load())
+    return MANIFEST_SCHEMES.get(scheme)

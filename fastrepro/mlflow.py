@@ -32,8 +32,8 @@ except ImportError as e:
 __all__ = ['HTTP_LIMITS', 'MANIFEST_ARTIFACT', 'EXPORT_ARTIFACT', 'MAX_VALUE', 'MAX_KEY', 'MAX_BATCH', 'RUN_STATUS',
            'WEIGHTS_CHANGED', 'default_tracking_uri', 'check_tracking_uri', 'tracking_uri_for', 'http_limits',
            'unreachable', 'tag_text', 'run_params', 'run_tags', 'epoch_metrics', 'dataset_input', 'experiment_id',
-           'start_run', 'log_epoch', 'finish_run', 'MLflowReproCallback', 'continue_run', 'is_mlflow_uri', 'run_id_of',
-           'fetch_manifest', 'fastrepro_runs', 'mlflow_runs_table', 'find_run', 'upload_manifest', 'is_complete',
+           'start_run', 'find_run', 'log_epoch', 'finish_run', 'MLflowReproCallback', 'continue_run', 'is_mlflow_uri',
+           'run_id_of', 'fetch_manifest', 'fastrepro_runs', 'mlflow_runs_table', 'upload_manifest', 'is_complete',
            'sync_runs']
 
 # %% ../nbs/11_mlflow.ipynb #90ea95fa
@@ -207,6 +207,12 @@ def start_run(client:MlflowClient, exp_id:str, m:dict, run_name:str=None) -> str
     run = client.create_run(exp_id, start_time=_ms(m['started_at']), tags=tags, run_name=tags['mlflow.runName'])
     _describe_run(client, run.info.run_id, m, tags=False)
     return run.info.run_id
+
+# %% ../nbs/11_mlflow.ipynb #0d7d1d82
+def find_run(client, exp_id, run_id:str):
+    "The MLflow run in `exp_id` that carries fastrepro run id `run_id`, or None."
+    runs = client.search_runs([exp_id], filter_string=f"tags.`fastrepro.run_id` = '{run_id}'", max_results=1)
+    return runs[0] if runs else None
 
 # %% ../nbs/11_mlflow.ipynb #d4b5337e
 def log_epoch(client:MlflowClient, run_id:str, names:list, values:list, epoch:int, batch_losses:list=()):
@@ -446,12 +452,6 @@ def _log_missing_epochs(client, run_id, m):
         if name not in have: have[name] = {h.step for h in client.get_metric_history(run_id, name)}
         if step not in have[name]: metrics.append(Metric(name, v, _ms(m['ended_at']) or 0, step))
     _log_in_batches(client, run_id, metrics=metrics)
-
-# %% ../nbs/11_mlflow.ipynb #0d7d1d82
-def find_run(client, exp_id, run_id:str):
-    "The MLflow run in `exp_id` that carries fastrepro run id `run_id`, or None."
-    runs = client.search_runs([exp_id], filter_string=f"tags.`fastrepro.run_id` = '{run_id}'", max_results=1)
-    return runs[0] if runs else None
 
 # %% ../nbs/11_mlflow.ipynb #de619160
 def upload_manifest(client:MlflowClient, exp_id:str, m:dict, run=None) -> str:

@@ -49,6 +49,7 @@ def _labels(dls):
     if isinstance(v, (list, tuple)) and v and isinstance(v[-1], CategoryMap): v = v[-1]
     return v if isinstance(v, CategoryMap) else None
 
+# %% ../nbs/23_registry.ipynb #4d90d082
 def serving_kind(learn) -> tuple:
     "What the registered model of `learn` takes: ('frame', None) for tabular and collab, ('items', None) for a classifier of items, else (None, why)."
     from fastai.tabular.data import TabularDataLoaders  # collab's loaders are TabularDataLoaders too

@@ -137,14 +137,6 @@ def _check_environment(m:dict, pf:PreflightReport, now:dict=None):
     for k in (k for k in ('python_build', 'platform_tag') if rec.get(k) and rec[k] != now.get(k)):
         pf.note('environment', f"{k}: {rec[k]} recorded, {now.get(k)} here")
 
-# %% ../nbs/25_reproduce.ipynb #4cec24fa
-def _environment_of(python:str) -> dict:
-    "`environment()` as the interpreter `python` sees it."
-    code = "import json; from fastrepro.manifest import environment; print(json.dumps(environment()))"
-    r = subprocess.run([python, '-c', code], capture_output=True, text=True, timeout=300)
-    if r.returncode != 0: raise RuntimeError(f"{python} cannot report its environment: {r.stderr.strip()[-500:]}")
-    return json.loads(r.stdout.splitlines()[-1])
-
 # %% ../nbs/25_reproduce.ipynb #b3ad1da0
 def _check_hardware(m:dict, pf:PreflightReport, now:dict=None):
     rec, now = m['hardware'], now or hardware()
@@ -402,14 +394,6 @@ def _rerun(r:ReproductionReport, runs:Path, python=None, timeout=None):
         r.fit = judge_band(r.fit, r.new, sweep_fits(r.sweep, r.new), r.metric, sweep=str(r.sweep.path or r.sweep.name))
     if r.new is not None: r.diff = rerun_diff(r.m, r.new)
 
-# %% ../nbs/25_reproduce.ipynb #487a0317
-def _locked(m:dict, path:Path, lock=None, repo=None) -> str:
-    "The interpreter of the venv built from run `m`'s lock (`lock`, else `lock-<run id>` beside the runs folder, written if missing)."
-    from fastrepro.lock import lock_run, locked_python
-    folder = Path(lock) if lock is not None else path.parent.parent/f"lock-{m['run_id']}"
-    if not folder.is_dir(): lock_run(path, folder, repo=repo)
-    return str(locked_python(folder))
-
 # %% ../nbs/25_reproduce.ipynb #ab699484
 def _band_sweep(m:dict, runs:Path, sweep=None):
     "The sweep that judges run `m` with require='band': `sweep` (a `Sweep` or its folder) if it qualifies, else the newest in `runs` that does."
@@ -464,3 +448,19 @@ def reproduce(run, # a manifest's path
     r.seconds['preflight'] = r.preflight.seconds
     if r.preflight.ok: _rerun(r, path.parent, python, timeout)
     return r
+
+# %% ../nbs/25_reproduce.ipynb #487a0317
+def _locked(m:dict, path:Path, lock=None, repo=None) -> str:
+    "The interpreter of the venv built from run `m`'s lock (`lock`, else `lock-<run id>` beside the runs folder, written if missing)."
+    from fastrepro.lock import lock_run, locked_python
+    folder = Path(lock) if lock is not None else path.parent.parent/f"lock-{m['run_id']}"
+    if not folder.is_dir(): lock_run(path, folder, repo=repo)
+    return str(locked_python(folder))
+
+# %% ../nbs/25_reproduce.ipynb #4cec24fa
+def _environment_of(python:str) -> dict:
+    "`environment()` as the interpreter `python` sees it."
+    code = "import json; from fastrepro.manifest import environment; print(json.dumps(environment()))"
+    r = subprocess.run([python, '-c', code], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0: raise RuntimeError(f"{python} cannot report its environment: {r.stderr.strip()[-500:]}")
+    return json.loads(r.stdout.splitlines()[-1])

@@ -160,6 +160,49 @@ def resume(learn:Learner, # `learn` rather than `self`, so the manifest records 
         with learn.added_cbs(extra): return fit(learn)
     finally: learn.__dict__.pop('_with_events', None)
 
+# %% ../nbs/20_resume.ipynb #5bef4a7b
+def _fit_manifests(folder:Path) -> list:
+    "The manifests in `folder`, ordered by fit index."
+    ms = [load_manifest(p) for p in Path(folder).glob('*.json')]
+    return sorted(ms, key=lambda m: (m['randomness'].get('fit') or 0, m['started_at']))
+
+# %% ../nbs/20_resume.ipynb #8930e876
+def _comparable(res:dict) -> dict:
+    "A run's result as one nested state: every fit's status and epoch metrics, then weights, then optimizer."
+    metrics = {f"fit{m['randomness'].get('fit')}": dict(status=m['status'], **{f"epoch{e}": dict(zip(m['results']['metric_names'] or [], row))
+               for e, row in enumerate(m['results']['epochs'] or [])}) for m in res['manifests']}
+    return dict(metrics=metrics, n_manifests=len(res['manifests']), model=res['model'], opt=res['opt'])
+
+# %% ../nbs/20_resume.ipynb #d300a248
+def first_result_difference(a:dict, b:dict) -> tuple|None:
+    "The first state path where run results `a` and `b` are not the same bits (`fastrepro.bits`), as (path, value in a, value in b); None if none is."
+    return first_difference(_comparable(a), _comparable(b))
+
+# %% ../nbs/20_resume.ipynb #e653f09e
+class ResumeReport:
+    "What `verify_resume` found: whether the interrupted and resumed run ended bitwise-equal to the uninterrupted one, and if not, where first."
+    def __init__(self, cut, at, omit, reference:dict, resumed:dict, seconds:float, procs:tuple=(1,)):
+        self.cut, self.at, self.omit, self.reference, self.resumed, self.seconds = cut, at, tuple(omit), reference, resumed, seconds
+        self.procs = tuple(procs)  # processes per run: the killed one's (and the reference's), then each resume's
+        self.difference = first_result_difference(reference, resumed)
+        self.identical = self.difference is None
+        self.resumed_from = [r for m in resumed['manifests'] for r in m.get('resumed_from') or []]  # every resume, fit by fit
+        self.controls = {}  # part -> the report of a resume of the same kill that left it out
+
+# %% ../nbs/20_resume.ipynb #ca1f35b2
+@patch
+def __repr__(self:ResumeReport):
+    where = ', '.join(f"fit {p['fit']} epoch {p['epoch']} batch {p['batch']}" for p in self.resumed_from) or 'nowhere'
+    head = f"cut every {self.cut!r}, killed after checkpoint {self.at}, resumed at {where}" + (f", omitting {list(self.omit)}" if self.omit else '')
+    if set(self.procs) != {1}: head += f", on {' then '.join(map(str, self.procs))} processes"
+    if self.identical: return f"{head}: bitwise identical to the uninterrupted run ({self.seconds:.0f} s)"
+    path, a, b = self.difference
+    return f"{head}: DIFFERS first at {path}: {brief(a)} uninterrupted, {brief(b)} resumed ({self.seconds:.0f} s)"
+
+# %% ../nbs/20_resume.ipynb #3243a12c
+@patch
+def show(self:ResumeReport): print(repr(self))
+
 # %% ../nbs/20_resume.ipynb #d7663b2f
 class _KillAfter(Callback):
     "Kills this process with SIGKILL right after the `at`-th checkpoint it writes: a real, unannounced interruption. Under `torchrun`, every rank."
@@ -215,49 +258,6 @@ def _run_child(make_learner, fit, folder:Path, tag:str, timeout=None, procs:int=
     if opts.get('kill_at') is not None: raise RuntimeError(f"the {tag} run ended before its checkpoint number {opts['kill_at']}: cut earlier")
     return dict(torch.load(out, weights_only=True), manifests=_fit_manifests(folder/'runs'))
 
-# %% ../nbs/20_resume.ipynb #5bef4a7b
-def _fit_manifests(folder:Path) -> list:
-    "The manifests in `folder`, ordered by fit index."
-    ms = [load_manifest(p) for p in Path(folder).glob('*.json')]
-    return sorted(ms, key=lambda m: (m['randomness'].get('fit') or 0, m['started_at']))
-
-# %% ../nbs/20_resume.ipynb #8930e876
-def _comparable(res:dict) -> dict:
-    "A run's result as one nested state: every fit's status and epoch metrics, then weights, then optimizer."
-    metrics = {f"fit{m['randomness'].get('fit')}": dict(status=m['status'], **{f"epoch{e}": dict(zip(m['results']['metric_names'] or [], row))
-               for e, row in enumerate(m['results']['epochs'] or [])}) for m in res['manifests']}
-    return dict(metrics=metrics, n_manifests=len(res['manifests']), model=res['model'], opt=res['opt'])
-
-# %% ../nbs/20_resume.ipynb #d300a248
-def first_result_difference(a:dict, b:dict) -> tuple|None:
-    "The first state path where run results `a` and `b` are not the same bits (`fastrepro.bits`), as (path, value in a, value in b); None if none is."
-    return first_difference(_comparable(a), _comparable(b))
-
-# %% ../nbs/20_resume.ipynb #e653f09e
-class ResumeReport:
-    "What `verify_resume` found: whether the interrupted and resumed run ended bitwise-equal to the uninterrupted one, and if not, where first."
-    def __init__(self, cut, at, omit, reference:dict, resumed:dict, seconds:float, procs:tuple=(1,)):
-        self.cut, self.at, self.omit, self.reference, self.resumed, self.seconds = cut, at, tuple(omit), reference, resumed, seconds
-        self.procs = tuple(procs)  # processes per run: the killed one's (and the reference's), then each resume's
-        self.difference = first_result_difference(reference, resumed)
-        self.identical = self.difference is None
-        self.resumed_from = [r for m in resumed['manifests'] for r in m.get('resumed_from') or []]  # every resume, fit by fit
-        self.controls = {}  # part -> the report of a resume of the same kill that left it out
-
-# %% ../nbs/20_resume.ipynb #ca1f35b2
-@patch
-def __repr__(self:ResumeReport):
-    where = ', '.join(f"fit {p['fit']} epoch {p['epoch']} batch {p['batch']}" for p in self.resumed_from) or 'nowhere'
-    head = f"cut every {self.cut!r}, killed after checkpoint {self.at}, resumed at {where}" + (f", omitting {list(self.omit)}" if self.omit else '')
-    if set(self.procs) != {1}: head += f", on {' then '.join(map(str, self.procs))} processes"
-    if self.identical: return f"{head}: bitwise identical to the uninterrupted run ({self.seconds:.0f} s)"
-    path, a, b = self.difference
-    return f"{head}: DIFFERS first at {path}: {brief(a)} uninterrupted, {brief(b)} resumed ({self.seconds:.0f} s)"
-
-# %% ../nbs/20_resume.ipynb #3243a12c
-@patch
-def show(self:ResumeReport): print(repr(self))
-
 # %% ../nbs/20_resume.ipynb #fe6f59d5
 def _resume_chain(make_learner, fit, folder:Path, cut, ats:tuple, omit, procs:tuple, **kw) -> dict:
     "After the first kill in `folder`: each next run resumes on `procs[i]` processes and is killed after its `ats[i]`; the last resumes to the end."
@@ -280,6 +280,7 @@ def _check_procs(procs, runs:int) -> tuple:
         raise ValueError(f"`procs` must be a positive int, or a tuple of {runs} of them (the killed run's, then each resume's), got {procs!r}")
     return ps
 
+# %% ../nbs/20_resume.ipynb #d7b7a4c6
 def verify_resume(make_learner, # returns a fresh Learner with ReproCallback; takes `num_workers` if that is given
                   fit, # trains it, e.g. `lambda l: l.fit_one_cycle(3, 1e-2)`
                   cut='epoch', # ReproCheckpoint's `every`: 'epoch' or a number of batches

@@ -13,10 +13,10 @@ import numpy as np, torch
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['KEY_SCHEME', 'PURPOSES', 'DETERMINISTIC_MODES', 'CUBLAS_VALID', 'check_seed', 'is_count', 'check_count',
-           'stream_seed', 'check_purpose_seeds', 'purpose_seeds', 'active_purpose_seeds', 'seed_generators', 'seed_all',
-           'rng_states', 'set_rng_states', 'check_deterministic', 'SeedRecord', 'set_seed', 'env_var', 'strict_hint',
-           'NondeterminismWarning', 'NondeterministicOps']
+__all__ = ['KEY_SCHEME', 'PURPOSES', 'DETERMINISTIC_MODES', 'CUBLAS_VALID', 'check_seed', 'stream_seed', 'check_purpose_seeds',
+           'purpose_seeds', 'active_purpose_seeds', 'check_deterministic', 'env_var', 'SeedRecord', 'seed_all',
+           'check_fastai_seed', 'set_seed', 'strict_hint', 'NondeterminismWarning', 'NondeterministicOps', 'is_count',
+           'check_count', 'seed_generators', 'rng_states', 'set_rng_states']
 
 # %% ../nbs/01_seed.ipynb #285ba4cb
 def check_seed(seed, name='seed', caller=None):
@@ -26,16 +26,6 @@ def check_seed(seed, name='seed', caller=None):
         raise TypeError(f"{where}the seed `{name}` must be an int in [0, 2**32), got {type(seed).__name__} {seed!r}")
     if not 0 <= seed < 2**32: raise ValueError(f"{where}the seed `{name}` must be an int in [0, 2**32), got {seed}")
     return int(seed)
-
-# %% ../nbs/01_seed.ipynb #a0feb997
-def is_count(x) -> bool:
-    "Whether `x` is an int >= 1: a count of epochs, threads, batches or seeds."
-    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
-
-def check_count(x, name:str, caller:str=None) -> int:
-    "Return `x` if it is an int >= 1 (a count: epochs, threads, a sample size), else raise a `ValueError` that names `caller` and the parameter `name`."
-    if is_count(x): return x
-    raise ValueError(f"{f'{caller}: ' if caller else ''}`{name}` must be an int >= 1, got {x!r}")
 
 # %% ../nbs/01_seed.ipynb #16eea1d3
 KEY_SCHEME = 1  # bump when `stream_seed`'s encoding changes: manifests record it, so old runs stay explainable
@@ -88,33 +78,6 @@ def active_purpose_seeds() -> dict:
     "The seeds by purpose that `purpose_seeds` has put in force (empty outside it); manifests record them."
     return dict(_SEEDS_BY_PURPOSE)
 
-# %% ../nbs/01_seed.ipynb #65c95f9b
-def seed_generators(k:int):
-    "Seed Python's, NumPy's and torch's default generators (and initialised CUDA devices') with `k` < 2**32, cheaply."
-    random.seed(k)
-    np.random.seed(k)
-    torch.default_generator.manual_seed(k)
-    if torch.cuda.is_initialized():
-        for g in torch.cuda.default_generators: g.manual_seed(k)
-
-# %% ../nbs/01_seed.ipynb #0824e5f2
-def seed_all(k:int):
-    "Seed Python, NumPy and torch (CPU and every CUDA device) with `k` < 2**32."
-    random.seed(k); np.random.seed(k); torch.manual_seed(k)
-
-# %% ../nbs/01_seed.ipynb #efc9330e
-def rng_states() -> tuple:
-    "The states of Python's, NumPy's and torch's global generators (and initialised CUDA devices')."
-    cuda = [g.get_state() for g in torch.cuda.default_generators] if torch.cuda.is_initialized() else None
-    return random.getstate(), np.random.get_state(), torch.default_generator.get_state(), cuda
-
-# %% ../nbs/01_seed.ipynb #c280fd31
-def set_rng_states(states:tuple):
-    "Put back the generator states that `rng_states` captured."
-    py, npy, cpu, cuda = states
-    random.setstate(py); np.random.set_state(npy); torch.default_generator.set_state(cpu)
-    for g, s in zip(torch.cuda.default_generators if cuda else (), cuda or ()): g.set_state(s)
-
 # %% ../nbs/01_seed.ipynb #e5970eea
 DETERMINISTIC_MODES = (False, 'warn', True, 'strict')
 
@@ -125,6 +88,18 @@ def check_deterministic(deterministic, name='deterministic'):
     if deterministic is True: return 'strict'
     if isinstance(deterministic, str) and deterministic in ('warn', 'strict'): return deterministic
     raise ValueError(f"`{name}` must be one of False, 'warn', True or 'strict', got {deterministic!r}")
+
+# %% ../nbs/01_seed.ipynb #d30af8ce
+@contextmanager
+def env_var(name, value):
+    "Set (or with `value=None`, unset) environment variable `name` inside the block, then restore it."
+    old = os.environ.get(name)
+    if value is None: os.environ.pop(name, None)
+    else: os.environ[name] = value
+    try: yield
+    finally:
+        if old is None: os.environ.pop(name, None)
+        else: os.environ[name] = old
 
 # %% ../nbs/01_seed.ipynb #5a4b9ff9
 CUBLAS_VALID = (':4096:8', ':16:8')
@@ -162,12 +137,24 @@ def _use_deterministic(mode):
     if mode is False: torch.use_deterministic_algorithms(False)
     else: torch.use_deterministic_algorithms(True, warn_only=(mode == 'warn'))
 
+# %% ../nbs/01_seed.ipynb #0824e5f2
+def seed_all(k:int):
+    "Seed Python, NumPy and torch (CPU and every CUDA device) with `k`, as fastai's `set_seed` seeds them."
+    random.seed(k); np.random.seed(k % (2**32 - 1)); torch.manual_seed(k)
+
+# %% ../nbs/01_seed.ipynb #cad72855
+def check_fastai_seed(s, name:str='s', caller:str='set_seed') -> int:
+    "Return `s` if fastai's `set_seed` takes it (an int that torch's `manual_seed` takes), else raise an error that names `caller` and `name`."
+    if not isinstance(s, (int, np.integer)): raise TypeError(f"{caller}: the seed `{name}` must be an int, as fastai's set_seed takes, got {type(s).__name__} {s!r}")
+    if not -2**63 <= s < 2**64: raise ValueError(f"{caller}: the seed `{name}` must be an int in [-2**63, 2**64), as torch's manual_seed takes, got {s}")
+    return int(s)
+
 # %% ../nbs/01_seed.ipynb #d01902c7
-def set_seed(s:int, # the seed, an int in [0, 2**32)
+def set_seed(s:int, # the seed: any int fastai's `set_seed` takes
              reproducible:bool=True, # fix cuDNN: `deterministic=True`, `benchmark=False` (fastai's meaning)
              deterministic:str|bool='warn'): # False, 'warn', True or 'strict': torch's deterministic-algorithms mode
     "Seed Python, NumPy and torch (CPU and all CUDA devices), and set determinism modes; return a `SeedRecord`."
-    s, mode = check_seed(s, 's', 'set_seed'), check_deterministic(deterministic)
+    s, mode = check_fastai_seed(s), check_deterministic(deterministic)
     seed_all(s)
     if reproducible: torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
     cublas, action = _handle_cublas() if mode else (os.environ.get('CUBLAS_WORKSPACE_CONFIG'), None)
@@ -178,18 +165,6 @@ def set_seed(s:int, # the seed, an int in [0, 2**32)
         cudnn_deterministic=torch.backends.cudnn.deterministic, cudnn_benchmark=torch.backends.cudnn.benchmark,
         cublas_workspace_config=cublas, cublas_action=action,
         cuda_initialized=torch.cuda.is_initialized(), torch_version=torch.__version__)
-
-# %% ../nbs/01_seed.ipynb #d30af8ce
-@contextmanager
-def env_var(name, value):
-    "Set (or with `value=None`, unset) environment variable `name` inside the block, then restore it."
-    old = os.environ.get(name)
-    if value is None: os.environ.pop(name, None)
-    else: os.environ[name] = value
-    try: yield
-    finally:
-        if old is None: os.environ.pop(name, None)
-        else: os.environ[name] = old
 
 # %% ../nbs/01_seed.ipynb #18c699ad
 _NONDET_MSG = 'does not have a deterministic implementation'
@@ -249,3 +224,35 @@ def stop(self:NondeterministicOps) -> dict:
 def __enter__(self:NondeterministicOps): return self.start()
 @patch
 def __exit__(self:NondeterministicOps, *exc): self.stop()
+
+# %% ../nbs/01_seed.ipynb #a0feb997
+def is_count(x) -> bool:
+    "Whether `x` is an int >= 1: a count of epochs, threads, batches or seeds."
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+def check_count(x, name:str, caller:str=None) -> int:
+    "Return `x` if it is an int >= 1 (a count: epochs, threads, a sample size), else raise a `ValueError` that names `caller` and the parameter `name`."
+    if is_count(x): return x
+    raise ValueError(f"{f'{caller}: ' if caller else ''}`{name}` must be an int >= 1, got {x!r}")
+
+# %% ../nbs/01_seed.ipynb #65c95f9b
+def seed_generators(k:int):
+    "Seed Python's, NumPy's and torch's default generators (and initialised CUDA devices') with `k` < 2**32, cheaply."
+    random.seed(k)
+    np.random.seed(k % (2**32 - 1))  # as `seed_all`, and fastai's `set_seed`
+    torch.default_generator.manual_seed(k)
+    if torch.cuda.is_initialized():
+        for g in torch.cuda.default_generators: g.manual_seed(k)
+
+# %% ../nbs/01_seed.ipynb #efc9330e
+def rng_states() -> tuple:
+    "The states of Python's, NumPy's and torch's global generators (and initialised CUDA devices')."
+    cuda = [g.get_state() for g in torch.cuda.default_generators] if torch.cuda.is_initialized() else None
+    return random.getstate(), np.random.get_state(), torch.default_generator.get_state(), cuda
+
+# %% ../nbs/01_seed.ipynb #c280fd31
+def set_rng_states(states:tuple):
+    "Put back the generator states that `rng_states` captured."
+    py, npy, cpu, cuda = states
+    random.setstate(py); np.random.set_state(npy); torch.default_generator.set_state(cpu)
+    for g, s in zip(torch.cuda.default_generators if cuda else (), cuda or ()): g.set_state(s)

@@ -144,6 +144,20 @@ def load_sweep(path) -> Sweep:
     if d['schema'] != SWEEP_SCHEMA: raise SweepError(f"load_sweep: {p} has schema {d['schema']}, this fastrepro reads {SWEEP_SCHEMA}")
     return Sweep(d['name'], d['seeds'], d['runs'], p.parent, d.get('created_at'), d.get('threads', 1), d.get('vary'), d.get('base_seed', 0))
 
+# %% ../nbs/18_sweep.ipynb #630d0a01
+@patch
+def purpose_seeds_of(self:Sweep, seed:int) -> tuple:
+    "The run seed and seeds by purpose that the sweep's `seed` trains with."
+    return (seed, {}) if self.vary is None else (self.base_seed, {p: seed for p in self.vary})
+
+# %% ../nbs/18_sweep.ipynb #6959cbe7
+@patch
+def payload(self:Sweep, make_learner, fit, seed:int) -> bytes:
+    "The `fresh_payload` that trains `seed`."
+    from fastrepro.fresh import fresh_payload
+    run_seed_, by_purpose = self.purpose_seeds_of(seed)
+    return fresh_payload(partial(make_learner, run_seed_), fit, threads=self.threads, seeds_by_purpose=by_purpose or None)
+
 # %% ../nbs/18_sweep.ipynb #a434b78f
 def _open(folder:Path, new:Sweep, resume) -> Sweep:
     if not (folder/'sweep.json').exists(): return new
@@ -160,6 +174,17 @@ def record(self:Sweep, seed:int, result:dict, runs=None):
     "Keep `result` as `seed`'s record; write the run manifests it carries into the runs folder `runs`."
     paths = [str(write_manifest(m, runs_dir(runs))) for m in result.pop('manifests', [])]
     self.runs[seed] = dict(result, seed=seed, manifests=paths)
+
+# %% ../nbs/18_sweep.ipynb #3806098f
+def _run_seeds(sweep, pool, payloads, runs, timeout, show_progress):
+    futures = {pool.submit(run_seed, p, timeout, f'seed{s}-{uuid.uuid4().hex[:8]}'): s for s, p in payloads.items()}
+    done = as_completed(futures)
+    bar = progress_bar(done, total=len(futures), leave=False) if show_progress else done
+    for f in bar:
+        seed = futures[f]
+        sweep.record(seed, f.result(), runs)
+        sweep.save()  # after every seed: a killed sweep keeps what finished
+        if show_progress: bar.comment = f"seed {seed} {sweep.runs[seed]['status']}"
 
 # %% ../nbs/18_sweep.ipynb #11de49a1
 def seed_sweep(make_learner, # `make_learner(seed)` returns a Learner, e.g. `repro_learner(..., seed=seed)`
@@ -189,31 +214,6 @@ def seed_sweep(make_learner, # `make_learner(seed)` returns a Learner, e.g. `rep
         if executor is None: pool.shutdown(cancel_futures=True)
     sweep.save()
     return sweep
-
-# %% ../nbs/18_sweep.ipynb #630d0a01
-@patch
-def purpose_seeds_of(self:Sweep, seed:int) -> tuple:
-    "The run seed and seeds by purpose that the sweep's `seed` trains with."
-    return (seed, {}) if self.vary is None else (self.base_seed, {p: seed for p in self.vary})
-
-# %% ../nbs/18_sweep.ipynb #6959cbe7
-@patch
-def payload(self:Sweep, make_learner, fit, seed:int) -> bytes:
-    "The `fresh_payload` that trains `seed`."
-    from fastrepro.fresh import fresh_payload
-    run_seed_, by_purpose = self.purpose_seeds_of(seed)
-    return fresh_payload(partial(make_learner, run_seed_), fit, threads=self.threads, seeds_by_purpose=by_purpose or None)
-
-# %% ../nbs/18_sweep.ipynb #3806098f
-def _run_seeds(sweep, pool, payloads, runs, timeout, show_progress):
-    futures = {pool.submit(run_seed, p, timeout, f'seed{s}-{uuid.uuid4().hex[:8]}'): s for s, p in payloads.items()}
-    done = as_completed(futures)
-    bar = progress_bar(done, total=len(futures), leave=False) if show_progress else done
-    for f in bar:
-        seed = futures[f]
-        sweep.record(seed, f.result(), runs)
-        sweep.save()  # after every seed: a killed sweep keeps what finished
-        if show_progress: bar.comment = f"seed {seed} {sweep.runs[seed]['status']}"
 
 # %% ../nbs/18_sweep.ipynb #a8fa701c
 @patch
@@ -324,16 +324,6 @@ def __repr__(self:BandReport):
             f"[{self.band['low']:.4f}, {self.band['high']:.4f}] ({self.z:+.1f} std, {self.band['method']}, "
             f"n={self.band['n']})" + ''.join(f"\n  note: {n}" for n in self.notes))
 
-# %% ../nbs/18_sweep.ipynb #4bece53a
-@patch
-def check(self:Sweep, run, metric:str='accuracy', level:float=0.95) -> BandReport:
-    "Is `run`'s final `metric` inside this sweep's band? `run`: a manifest, its path, or a Learner."
-    m = _manifest_of(run)
-    final = (m.get('results') or {}).get('final') or {}
-    if metric not in final: raise KeyError(f"check: the run has no final {metric!r}; it has {sorted(final)}")
-    v, notes = self.values(metric), _input_notes(self, m)
-    return BandReport(metric, final[metric], self.band(metric, level), v.mean(), v.std(ddof=1), notes)
-
 # %% ../nbs/18_sweep.ipynb #48aaa9f5
 def _seed_varied(ms:list) -> set:
     "The data and hyperparameter fields in which two runs of a sweep (`_manifests(sweep, 2)`) differ: its seeds vary them (a random split, the initial weights)."
@@ -370,6 +360,16 @@ def _bits_note(sweep, m) -> list:
     if same and same != (m.get('results') or {}).get('final_weights_sha256'):
         return [f"seed {seed} is in the sweep with the same inputs, so bitwise identity was expected, and it was not met"]
     return []
+
+# %% ../nbs/18_sweep.ipynb #4bece53a
+@patch
+def check(self:Sweep, run, metric:str='accuracy', level:float=0.95) -> BandReport:
+    "Is `run`'s final `metric` inside this sweep's band? `run`: a manifest, its path, or a Learner."
+    m = _manifest_of(run)
+    final = (m.get('results') or {}).get('final') or {}
+    if metric not in final: raise KeyError(f"check: the run has no final {metric!r}; it has {sorted(final)}")
+    v, notes = self.values(metric), _input_notes(self, m)
+    return BandReport(metric, final[metric], self.band(metric, level), v.mean(), v.std(ddof=1), notes)
 
 # %% ../nbs/18_sweep.ipynb #8583b18a
 def _diff_ci(a, b, level, seed=0):

@@ -119,16 +119,33 @@ class TraceCallback(Callback):
         self.trace_path, self.run_id = None if path is None else Path(path), None
         self.n_steps, self.n_fits, self.out, self.started, self.hooks, self.tracing, self.full = 0, 0, None, False, [], False, False
 
+# %% ../nbs/21_trace.ipynb #f18486ec
+@patch
+def _traced(self:TraceCallback, n:int) -> tuple:
+    "Whether training step `n` is traced, and whether at the full level."
+    in_window = self.window is not None and self.window[0] <= n < self.window[1]
+    return n % self.every == 0 or in_window, 'forward' in self.what or in_window
+
+# %% ../nbs/21_trace.ipynb #cb2c529a
+def _tensors_in(o) -> list:
+    "The tensors in `o`, a tensor or nested tuples, lists and dicts of them, in order."
+    if isinstance(o, torch.Tensor): return [o]
+    if isinstance(o, Mapping): o = list(o.values())
+    return [t for x in o for t in _tensors_in(x)] if isinstance(o, (tuple, list)) else []
+
+# %% ../nbs/21_trace.ipynb #4a990daf
+@patch
+def _add(self:TraceCallback, phase:str, name:str, part:str, o):
+    "Queue the fingerprints of the tensors in `o` as events `(phase, name, part)`; `part.k` for the k-th of several."
+    ts = _tensors_in(o)
+    for k, t in enumerate(ts):
+        self.events.append([phase, name, part if len(ts) == 1 else f'{part}.{k}']); self.stats.append(_capture(t))
+
 # %% ../nbs/21_trace.ipynb #cf3e9c23
 @patch
 def before_fit(self:TraceCallback):
     self.on, self.fit_index = not any(isinstance(cb, LRFinder) for cb in self.learn.cbs), None
     if self.on and ('forward' in self.what or self.window): self._hook()
-
-# %% ../nbs/21_trace.ipynb #e73dc4e8
-@patch
-def after_manifest(self:TraceCallback, m, path):
-    if self.run_id is None: self.run_id = m['run_id']  # the trace's header names the first fit's run
 
 # %% ../nbs/21_trace.ipynb #0f19f424
 @patch
@@ -146,27 +163,12 @@ def _forward_hook(self:TraceCallback, name:str, part:str):
         if self.full: self._add('forward', name, part, inp if part == 'input' else out)
     return hook
 
-# %% ../nbs/21_trace.ipynb #cb2c529a
-def _tensors_in(o) -> list:
-    "The tensors in `o`, a tensor or nested tuples, lists and dicts of them, in order."
-    if isinstance(o, torch.Tensor): return [o]
-    if isinstance(o, Mapping): o = list(o.values())
-    return [t for x in o for t in _tensors_in(x)] if isinstance(o, (tuple, list)) else []
-
-# %% ../nbs/21_trace.ipynb #4a990daf
+# %% ../nbs/21_trace.ipynb #a1e52ede
 @patch
-def _add(self:TraceCallback, phase:str, name:str, part:str, o):
-    "Queue the fingerprints of the tensors in `o` as events `(phase, name, part)`; `part.k` for the k-th of several."
-    ts = _tensors_in(o)
-    for k, t in enumerate(ts):
-        self.events.append([phase, name, part if len(ts) == 1 else f'{part}.{k}']); self.stats.append(_capture(t))
-
-# %% ../nbs/21_trace.ipynb #f18486ec
-@patch
-def _traced(self:TraceCallback, n:int) -> tuple:
-    "Whether training step `n` is traced, and whether at the full level."
-    in_window = self.window is not None and self.window[0] <= n < self.window[1]
-    return n % self.every == 0 or in_window, 'forward' in self.what or in_window
+def after_fit(self:TraceCallback):
+    for h in self.hooks: h.remove()
+    self.hooks = []
+    if self.out is not None: self.out.close(); self.out = None
 
 # %% ../nbs/21_trace.ipynb #1288a9f3
 @patch
@@ -226,12 +228,10 @@ def after_batch(self:TraceCallback):
         self._write(json.dumps(line, separators=(',', ':')))
     self.n_steps, self.tracing, self.full, self.events, self.stats = self.n_steps + 1, False, False, [], []
 
-# %% ../nbs/21_trace.ipynb #a1e52ede
+# %% ../nbs/21_trace.ipynb #e73dc4e8
 @patch
-def after_fit(self:TraceCallback):
-    for h in self.hooks: h.remove()
-    self.hooks = []
-    if self.out is not None: self.out.close(); self.out = None
+def after_manifest(self:TraceCallback, m, path):
+    if self.run_id is None: self.run_id = m['run_id']  # the trace's header names the first fit's run
 
 # %% ../nbs/21_trace.ipynb #5918e020
 @patch

@@ -22,7 +22,8 @@ from fastrepro.learner import repro_learner
 from fastrepro.examples import digits_path, digits_dblock, digits_cnn
 from fastrepro.fingerprint import hash_state_dict
 from fastrepro.manifest import load_manifest
-from fastrepro.resume import ReproCheckpoint
+from fastrepro.checkpoint import ReproCheckpoint
+import fastrepro.resume  # adds Learner.resume
 sys.path.insert(0, str(Path(__file__).parent))
 from apps import make_tabular
 

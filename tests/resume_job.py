@@ -14,7 +14,8 @@ from torch import nn
 import fastai.torch_core
 from fastai.vision.all import Learner, Callback, accuracy
 from fastrepro.all import digits_dblock, digits_path, digits_cnn, repro_learner, hash_state_dict
-from fastrepro.resume import ReproCheckpoint, _KillAfter
+from fastrepro.checkpoint import ReproCheckpoint
+from fastrepro.resume import _KillAfter
 
 warnings.filterwarnings('ignore')
 

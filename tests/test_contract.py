@@ -42,7 +42,7 @@ def test_verify_reproducible_catches_what_only_a_fresh_interpreter_reveals(pipel
     assert not r.identical and r.max_abs_diff > 0, r
 
 # The checks 'history' and 'workers' fail in fresh processes too, each on a digits pipeline broken on purpose for it
-# (`nbs/04_verify.ipynb` shows the same pipelines failing them in this process).
+# (`nbs/15_verify.ipynb` shows the same pipelines failing them in this process).
 def _digits(num_workers=0, dl_type=None, extra_item_tfms=()):
     from fastai.vision.all import accuracy
     from fastrepro.all import repro_learner, digits_dblock, digits_cnn, digits_path
@@ -87,7 +87,8 @@ def test_two_torch_threads_are_reproducible_too():
     "The suite runs one torch thread per process (tools/test.sh); two fresh runs with two threads each agree bitwise too."
     import cloudpickle
     from fastrepro.examples import digits_path
-    from fastrepro.verify import CheckReport, fresh_payload, run_fresh
+    from fastrepro.verify import CheckReport
+    from fastrepro.fresh import fresh_payload, run_fresh
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     digits_path()
     payload = fresh_payload(_digits, lambda learn: learn.fit(1, 1e-2), threads=2)

@@ -13,7 +13,8 @@ from torch import nn
 from fastai.callback.core import Callback
 from fastai.optimizer import Optimizer, weight_decay, average_grad, average_sqr_grad, step_stat, adam_step
 from fastai.vision.all import accuracy, CrossEntropyLossFlat, Transform, PILImage
-from fastrepro.diverge import TraceCallback, TraceError, compare_traces, find_divergence, load_trace, _StopAfter
+from fastrepro.trace import TraceCallback, TraceError, load_trace
+from fastrepro.diverge import compare_traces, find_divergence, _StopAfter
 from fastrepro.examples import digits_cnn, digits_dblock, digits_path
 from fastrepro.checkpoint import parse_checkpoint_name
 from fastrepro.learner import repro_learner

@@ -88,6 +88,26 @@ def test_the_check_catches_broken_links_anchors_images_and_missing_show_docs(sit
     assert 'callback.html: no show_doc section for canonical_state' in found, found
     assert any('HTTP 404' in p for p in found), found
 
+def _cellstats():
+    spec = importlib.util.spec_from_file_location('cellstats', ROOT/'tools'/'cellstats.py')
+    cs = importlib.util.module_from_spec(spec); spec.loader.exec_module(cs)
+    return cs
+
+def test_definitions_are_followed_by_examples():
+    "fastcore's rhythm: at most 5 exported cells that define names in a row, before a cell that uses one of them."
+    cs = _cellstats()
+    long = {nb.name: run for nb in sorted((ROOT/'nbs').glob('*.ipynb')) if (run := cs.longest_unused_run(nb))[0] > cs.MAX_UNUSED_RUN}
+    assert long == {}, f"(exported cells in a row, the first one's index): {long}"
+
+def test_the_rhythm_check_finds_a_long_run():
+    "The negative control: six definitions before their first use are one run of six; a use in between cuts it."
+    code = lambda src: nbformat.v4.new_code_cell(src)
+    defs = lambda a, b: [code(f'#| export\ndef f{i}(): pass') for i in range(a, b)]
+    cs = _cellstats()
+    assert cs.unused_runs([code('#| export\nimport os')] + defs(0, 6) + [code('f0()')]) == [(6, 1)]
+    assert cs.unused_runs(defs(0, 3) + [code('f1()')] + defs(3, 6) + [nbformat.v4.new_markdown_cell('f4')] + [code('x = f4()')]) == [(3, 0), (3, 4)]
+    assert cs.unused_runs(defs(0, 3) + [code('print(1)')] + defs(3, 6)) == [(6, 0)]  # a cell that uses none of them does not count
+
 def test_cells_stay_small():
     "Each notebook's code cells: median <= 5 lines, p90 <= 15, as fastcore's and execnb's are."
     spec = importlib.util.spec_from_file_location('cellstats', ROOT/'tools'/'cellstats.py')

@@ -6,11 +6,11 @@ import fastai.torch_core
 import fastrepro.all
 from fastrepro.seed import set_seed
 
-APPLICATIONS = ('vision', 'text', 'tabular', 'collab')
+APPLICATIONS = ('fastai.vision.all', 'fastai.text.all', 'fastai.tabular.all', 'fastai.collab')  # collab has no `all`
 
 def fastai_namespace() -> dict:
     ns = {}
-    for app in APPLICATIONS: exec(f'from fastai.{app}.all import *', ns)
+    for app in APPLICATIONS: exec(f'from {app} import *', ns)
     return ns
 
 def replaced(ns:dict, names) -> list:
@@ -38,12 +38,18 @@ def test_the_namespace_is_what_users_call():
     assert one_word == {'reproduce', 'drill'}, 'one-word names are fastrepro\'s own verbs, never `key`, `show`, `lock` or `sync`'
 
 @pytest.mark.parametrize('call', [lambda f: f(42), lambda f: f(42, True), lambda f: f(42, False), lambda f: f(42, reproducible=True),
-                                  lambda f: f(s=42), lambda f: f(np.int64(42))],
-                         ids=['positional', 'reproducible', 'not-reproducible', 'keyword', 's-keyword', 'numpy-int'])
+                                  lambda f: f(s=42), lambda f: f(-1), lambda f: f(2**32 - 1), lambda f: f(2**64 - 1), lambda f: f(True)],
+                         ids=['positional', 'reproducible', 'not-reproducible', 'keyword', 's-keyword', 'negative', '2**32-1', '2**64-1', 'bool'])
 def test_set_seed_takes_every_call_fastais_takes(call):
-    "The same call seeds the generators the same way: fastai's `set_seed` and fastrepro's draw the same numbers after it."
+    "The same call seeds the generators the same way: fastai's `set_seed` and fastrepro's draw the same numbers after it (any int torch takes)."
     call(fastai.torch_core.set_seed); a = (np.random.rand(), torch.rand(1).item())
     call(set_seed); b = (np.random.rand(), torch.rand(1).item())
     assert a == b
     fastai_params = list(inspect.signature(fastai.torch_core.set_seed).parameters)
     assert list(inspect.signature(set_seed).parameters)[:len(fastai_params)] == fastai_params
+
+def test_set_seed_refuses_what_fastais_refuses_with_the_reason():
+    "The negative control: what fastai's `set_seed` cannot take, fastrepro's refuses too, naming the parameter."
+    for bad in (1.5, '3', None, 2**64):
+        with pytest.raises(Exception): fastai.torch_core.set_seed(bad)
+        with pytest.raises((TypeError, ValueError), match='`s`'): set_seed(bad)

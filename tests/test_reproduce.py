@@ -1,4 +1,4 @@
-"""Reproduce a run from its record (issue 24), for the entries `nbs/14_reproduce.ipynb` does not run: a notebook executed
+"""Reproduce a run from its record (issue 24), for the entries `nbs/25_reproduce.ipynb` does not run: a notebook executed
 by a real Jupyter kernel (nbclient + ipykernel), as a user runs one, and `python -m` with a package of the repository.
 Real git repositories in temporary folders, real processes."""
 import hashlib, json, os, platform, re, subprocess, sys, time, tomllib
@@ -70,7 +70,7 @@ def _sha256(p): return hashlib.sha256(Path(p).read_bytes()).hexdigest()
 def test_the_lock_rebuilds_the_environment_and_the_run_reproduces_in_its_venv(module_record, tmp_path, monkeypatch, capsys):
     "`lock`, then a real venv built by uv from it, then `bitwise` inside that venv; the recipes parse."
     if package_sources()['fastrepro'].get('dirty'):
-        pytest.skip("fastrepro's own checkout has uncommitted changes, and lock refuses a checkout whose changes the run did not record (nbs/15_lock); commit, or run from a clean clone as .ci/run does")
+        pytest.skip("fastrepro's own checkout has uncommitted changes, and lock refuses a checkout whose changes the run did not record (nbs/24_lock); commit, or run from a clean clone as .ci/run does")
     out = lock_run(module_record, tmp_path/'lock')
     req = (out/'requirements.lock.txt').read_text()
     [wheel] = (out/'wheels').glob('fastrepro-*.whl')

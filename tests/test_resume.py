@@ -39,7 +39,7 @@ def _identical(r):
 # Each scenario is a chain of fresh processes; two chains run at a time, one per core (each child uses one thread).
 def _vision():
     """fit_one_cycle on the digits CNN with 2 workers: cuts at an epoch boundary and mid-epoch, and the negative controls
-    (leaving out the optimizer's state is `nbs/11_resume.ipynb`'s, with 0 workers)."""
+    (leaving out the optimizer's state is `nbs/20_resume.ipynb`'s, with 0 workers)."""
     ref = verify_resume(digits, one_cycle, cut='epoch', num_workers=2)
     mid = verify_resume(digits, one_cycle, cut=4, num_workers=2, reference=ref.reference, controls=('schedule', 'rng'))
     return dict(epoch=ref, mid=mid, **mid.controls)  # the controls resume the same kill again, each without one part

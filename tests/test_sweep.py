@@ -7,8 +7,7 @@ import cloudpickle, pytest, torch
 from fastai.vision.all import accuracy
 from fastrepro.all import *
 from fastrepro.seed import PURPOSES
-from fastrepro.sweep import seed_sweep, load_sweep, compare_sweeps
-from fastrepro.verify import run_fresh, fresh_payload, verify_reproducible
+from fastrepro.fresh import fresh_payload, run_fresh
 from fastrepro.fingerprint import hash_state_dict
 
 pytestmark = pytest.mark.slow

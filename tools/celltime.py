@@ -1,6 +1,6 @@
 """Seconds per code cell of one notebook, run alone the way nbdev-test runs it (execnb), longest first.
 
-    python tools/celltime.py nbs/09_sweep.ipynb [--top 15]
+    python tools/celltime.py nbs/18_sweep.ipynb [--top 15]
 
 Where a notebook's time goes, for the suite's time budget (README: Contributing). Cells marked `#| notest` or
 `#| eval: false` are skipped, as nbdev-test skips them.

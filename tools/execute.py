@@ -1,6 +1,6 @@
 """Run notebooks and save their outputs as a Jupyter kernel shows them (HTML tables and progress bars), without Jupyter.
 
-    python tools/execute.py nbs/09_sweep.ipynb [...]      then nbdev-clean
+    python tools/execute.py nbs/18_sweep.ipynb [...]      then nbdev-clean
 
 `nbdev-test --save` saves outputs too, but in its shell fastprogress and fastai believe they are not in a notebook (they
 read `IN_NOTEBOOK` once, when imported, before any shell exists), so progress bars and tables come out as console text.
