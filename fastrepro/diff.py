@@ -11,7 +11,7 @@ from .bits import same_bits, brief
 from .manifest import LAYERS
 
 # %% auto #0
-__all__ = ['NO_EFFECT', 'ELASTIC_TOPOLOGY', 'DERIVED', 'CAUSE_LAYERS', 'manifest_fields', 'diff_manifests', 'DiffReport']
+__all__ = ['NO_EFFECT', 'ELASTIC_TOPOLOGY', 'DERIVED', 'CAUSE_LAYERS', 'manifest_fields', 'DiffReport', 'diff_manifests']
 
 # %% ../nbs/06_diff.ipynb #6e8a0d4b
 def manifest_fields(m:dict, prefix:str=''):
@@ -19,6 +19,14 @@ def manifest_fields(m:dict, prefix:str=''):
     if isinstance(m, dict):
         for k, v in m.items(): yield from manifest_fields(v, f"{prefix}{k}.")
     else: yield prefix[:-1], m
+
+# %% ../nbs/06_diff.ipynb #d4f1b8e6
+class DiffReport(list):
+    "The differences between two manifests, as `(layer, field, old, new, matters)` tuples; `notes` say why some do not matter."
+    notes = ()
+    @property
+    def matters(self): return [d for d in self if d[4]]
+    def layers(self, all=False): return list(dict.fromkeys(d[0] for d in self if all or d[4]))
 
 # %% ../nbs/06_diff.ipynb #8f0c3e72
 def diff_manifests(a:dict, b:dict, include_no_effect:bool=False) -> DiffReport:
@@ -59,14 +67,6 @@ def _launch_only(field:str, old, new) -> bool:
     "The callbacks differ only by fastai's `DistributedTrainer`, which `distrib_ctx` adds under `torchrun`."
     drop = lambda cbs: [c for c in cbs if c != 'DistributedTrainer'] if isinstance(cbs, list) else cbs
     return field == 'hyperparameters.callbacks' and drop(old) == drop(new)
-
-# %% ../nbs/06_diff.ipynb #d4f1b8e6
-class DiffReport(list):
-    "The differences between two manifests, as `(layer, field, old, new, matters)` tuples; `notes` say why some do not matter."
-    notes = ()
-    @property
-    def matters(self): return [d for d in self if d[4]]
-    def layers(self, all=False): return list(dict.fromkeys(d[0] for d in self if all or d[4]))
 
 # %% ../nbs/06_diff.ipynb #78bdd23a
 DERIVED = ('randomness.set_seed', 'randomness.purpose_seeds', 'randomness.loaders', 'randomness.nondeterministic_ops',
