@@ -25,7 +25,7 @@ from .files import atomic_write, fsync_dir, remove_orphans
 from .manifest import write_manifest
 from .record import data_fingerprint, file_artifact, unwrap_model
 from .elastic import rank_and_world, ELASTIC_THREADS
-from .callback import ReproCallback, active_repro
+from .callback import active_repro
 
 # %% auto #0
 __all__ = ['CHECKPOINT_FORMAT', 'CHECKPOINT_VERSION', 'CALLBACK_STATE', 'to_plain', 'encode_args', 'outer_call', 'state_attrs',

@@ -6,12 +6,9 @@ Docs: https://fastrepro.github.io/fastrepro/diverge.html.md"""
 
 # %% ../nbs/22_diverge.ipynb #d086ac5e
 from __future__ import annotations
-import json, os, time
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
-import numpy as np, torch
+import torch
 from fastcore.basics import patch
 from fastai.callback.core import Callback, CancelFitException
 from fastai.callback.schedule import LRFinder
@@ -19,7 +16,7 @@ from .seed import is_count
 from .bits import same_bits
 from .fresh import fresh_payload, run_fresh, fresh_tempdir
 from .checkpoint import ReproCheckpoint, parse_checkpoint_name
-from .trace import TraceCallback, Trace, TraceError, load_trace, RECORDS, check_trace_args
+from .trace import TraceCallback, Trace, TraceError, load_trace, check_trace_args
 import fastrepro.resume  # adds Learner.resume, which a replay from a checkpoint calls
 
 # %% auto #0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib, os, sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-import pandas as pd, torch
+import pandas as pd
 from fastcore.basics import patch
 from .bits import tensor_bytes
 

@@ -6,14 +6,13 @@ Docs: https://fastrepro.github.io/fastrepro/mlflow.html.md"""
 
 # %% ../nbs/11_mlflow.ipynb #d3c5e552
 from __future__ import annotations
-import hashlib, json, os, re, shutil, tempfile, time, urllib.request, uuid, warnings
+import hashlib, json, os, re, shutil, tempfile, time, urllib.request, warnings
 from contextlib import contextmanager
 from datetime import datetime
-from importlib import metadata
 from pathlib import Path
 from fastcore.basics import patch
 from fastai.callback.core import Callback
-from fastai.learner import Learner, Recorder
+from fastai.learner import Recorder
 from .capture import redact, strip_credentials
 from .manifest import ManifestError, load_manifest, runs_dir, register_scheme
 from .diff import manifest_fields
@@ -24,7 +23,6 @@ try:
     from mlflow import MlflowClient
     from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
     from mlflow.exceptions import MlflowException
-    from mlflow.types.type_hints import TypeFromExample
 except ImportError as e:
     raise ImportError("fastrepro.mlflow needs MLflow: pip install 'fastrepro[mlflow]'") from e
 

@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/reproduce.html.md"""
 
 # %% ../nbs/25_reproduce.ipynb #48618569
 from __future__ import annotations
-import hashlib, json, math, os, subprocess, sys, time
+import json, math, os, subprocess, sys, time
 from pathlib import Path
 from fastcore.basics import patch
 from .bits import same_bits
