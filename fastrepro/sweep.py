@@ -14,6 +14,7 @@ import numpy as np, scipy.stats
 from fastcore.basics import patch
 from fastprogress.fastprogress import progress_bar
 from .stats import summarize, prediction_band, variance_share, mad_z, OUTLIER_Z
+from .files import atomic_write
 from .manifest import load_manifest, write_manifest, runs_dir
 from .diff import diff_manifests
 # fastrepro.seed, .fingerprint and .fresh (torch, fastai) are imported where a sweep is made or run: `fastrepro sweep show` reads JSON only
@@ -124,8 +125,7 @@ def to_dict(self:Sweep) -> dict:
 def save(self:Sweep) -> Path:
     "Write `sweep.json` into the sweep's folder, atomically."
     self.path.mkdir(parents=True, exist_ok=True)
-    tmp = self.path/f'.sweep-{os.getpid()}.json.part'
-    tmp.write_text(json.dumps(self.to_dict(), indent=1)); os.replace(tmp, self.path/'sweep.json')
+    atomic_write(json.dumps(self.to_dict(), indent=1), self.path/'sweep.json')
     return self.path/'sweep.json'
 
 # %% ../nbs/18_sweep.ipynb #f42c9ded
