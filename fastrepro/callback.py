@@ -12,6 +12,7 @@ from fastcore.basics import noop, patch
 from fastai.callback.core import Callback, TrainEvalCallback, CancelFitException
 from fastai.callback.schedule import LRFinder
 from fastai.data.load import DataLoader
+from .numerics import check_numerics, use_numerics
 from .seed import check_seed, check_deterministic, stream_seed, set_seed, rng_states, set_rng_states, NondeterministicOps
 from .data import reseed_dls, set_epoch, release_dls, keyed_loader
 from .elastic import ElasticStep, check_shards
@@ -36,12 +37,15 @@ class ReproCallback(Callback):
                  deterministic=None, # `set_seed`'s mode; None: `learn.repro_deterministic`, else 'warn'
                  manifest:bool=True, # write a run manifest for every fit (see `fastrepro.manifest`)
                  runs_dir=None, # where manifests go: None is `$FASTREPRO_RUNS`, else `./runs`
-                 shards:int=None): # the elastic mode: k shards per global batch, the same bits on any W dividing k (`fastrepro.elastic`)
+                 shards:int=None, # the elastic mode: k shards per global batch, the same bits on any W dividing k (`fastrepro.elastic`)
+                 numerics:str=None): # 'portable': the same bits on any x86-64 CPU (`fastrepro.numerics`); None: `learn.repro_numerics`, else `FASTREPRO_NUMERICS`
         if seed is not None: check_seed(seed, caller='ReproCallback')
+        if numerics is not None: use_numerics(check_numerics(numerics, caller='ReproCallback'))  # now: the earlier, the likelier in time
         if shards is not None: check_shards(shards)
         if rebuild not in REBUILD_MODES: raise ValueError(f"`rebuild` must be one of {REBUILD_MODES}, got {rebuild!r}")
         if deterministic is not None: check_deterministic(deterministic)
         self.seed, self.rebuild, self.deterministic, self.manifest, self.runs_dir, self.shards = seed, rebuild, deterministic, manifest, runs_dir, shards
+        self.numerics = numerics
         self.active, self.run_manifest, self.nondet_ops, self.group = False, None, None, None
 
 # %% ../nbs/12_callback.ipynb #a3516619
@@ -74,7 +78,8 @@ def before_fit(self:ReproCallback):
     if self.kind == 'fit' and self.rebuild == 'full': rebuild_dls(self.learn, self.fit_seed)
     canonical_state(self.learn)
     fit = f'lr_find:{self.fit_index}' if self.kind == 'lr_find' else self.fit_index
-    self.learn.repro_record = set_seed(stream_seed(self.fit_seed, 'fit', fit), reproducible=True, deterministic=self._resolve('deterministic', 'warn'))
+    self.learn.repro_record = set_seed(stream_seed(self.fit_seed, 'fit', fit), reproducible=True, deterministic=self._resolve('deterministic', 'warn'),
+                                         numerics=self._resolve('numerics', None))
     reseed_dls(self.dls, self.fit_seed, fit)
     self._join(fit)
     self.learn._with_events = _FailedFitGuard(self)

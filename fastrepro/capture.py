@@ -14,9 +14,9 @@ from .files import put_blob, read_blob
 
 # %% auto #0
 __all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'CODE_LIMIT', 'LAUNCH_VARS', 'git', 'strip_credentials', 'package_source',
-           'installed_packages', 'package_sources', 'torch_stack', 'platform_tag', 'environment', 'launcher',
-           'topology', 'hardware', 'redact', 'allowed_var', 'env_vars', 'script_path', 'entry_info', 'patch_applies',
-           'code_info', 'replayed_vars', 'restore_tree']
+           'installed_packages', 'package_sources', 'torch_stack', 'platform_tag', 'environment', 'cpu_info',
+           'launcher', 'topology', 'hardware', 'redact', 'allowed_var', 'env_vars', 'script_path', 'entry_info',
+           'patch_applies', 'code_info', 'replayed_vars', 'restore_tree']
 
 # %% ../nbs/04_capture.ipynb #01b7ea00
 def git(*args, cwd=None, text=True):
@@ -119,6 +119,45 @@ def environment() -> dict:
                 package_sources=package_sources())
 
 # %% ../nbs/04_capture.ipynb #9d7eefa5
+# cpuid(leaf, subleaf, out): `push rbx; mov eax, edi; mov ecx, esi; mov r8, rdx; cpuid; mov [r8], eax; mov [r8+4], ebx;
+# mov [r8+8], ecx; mov [r8+12], edx; pop rbx; ret`. The instruction, not /proc/cpuinfo: under an emulator that file is the host's
+_CPUID_CODE = bytes.fromhex('5389f889f14989d00fa24189004189580441894808418950' '0c5bc3')
+
+@functools.cache
+def _cpuid_fn():
+    import ctypes, mmap
+    if platform.machine().lower() not in ('x86_64', 'amd64'): return None
+    try: buf = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    except (OSError, ValueError, AttributeError): return None  # a system that forbids executable memory
+    buf.write(_CPUID_CODE)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32 * 4))(addr)
+    fn._buf = buf  # the code lives as long as the function
+    return fn
+
+def _cpuid(leaf, sub=0) -> tuple:
+    import ctypes
+    out = (ctypes.c_uint32 * 4)()
+    _cpuid_fn()(leaf, sub, ctypes.byref(out))
+    return tuple(out)  # eax, ebx, ecx, edx
+
+# the instruction-set flags that decide which kernels torch, MKL and oneDNN run: (leaf, register, bit)
+_SIMD_FLAGS = {'sse4_2': (1, 2, 20), 'avx': (1, 2, 28), 'fma': (1, 2, 12), 'f16c': (1, 2, 29), 'avx2': (7, 1, 5),
+               'avx512f': (7, 1, 16), 'avx512dq': (7, 1, 17), 'avx512bw': (7, 1, 30), 'avx512vl': (7, 1, 31),
+               'avx512_vnni': (7, 2, 11), 'avx512_bf16': (0x70001, 0, 5), 'amx_tile': (7, 3, 24)}
+
+def _text(*regs) -> str: return b''.join(r.to_bytes(4, 'little') for r in regs).rstrip(b'\0').decode('ascii', 'replace').strip()
+
+def cpu_info() -> dict:
+    "This process's CPU as the CPUID instruction reports it (an emulated CPU too): vendor, model name, its SIMD flags, and the model `emulated` by fastrepro, if any."
+    emulated = os.environ.get('FASTREPRO_EMULATED_CPU')
+    if _cpuid_fn() is None: return dict(vendor=None, model=_cpu_model(), flags=None, emulated=emulated)
+    top, b, c, d = _cpuid(0)
+    leaves = {1: _cpuid(1), 7: _cpuid(7) if top >= 7 else (0,) * 4, 0x70001: _cpuid(7, 1) if top >= 7 else (0,) * 4}
+    model = _text(*[r for leaf in (0x80000002, 0x80000003, 0x80000004) for r in _cpuid(leaf)]) if _cpuid(0x80000000)[0] >= 0x80000004 else None
+    flags = [f for f, (leaf, reg, bit) in _SIMD_FLAGS.items() if leaves[leaf][reg] >> bit & 1]
+    return dict(vendor=_text(b, d, c), model=model or _cpu_model(), flags=flags, emulated=emulated)
+
 def _cpu_model():
     try:
         for line in Path('/proc/cpuinfo').read_text().splitlines():
@@ -149,7 +188,7 @@ def topology() -> dict:
 
 # %% ../nbs/04_capture.ipynb #2f8e61b4
 def hardware() -> dict:
-    "Host name, CPU model and count, RAM, each GPU's name, memory and driver (`gpus` is None without CUDA), the `topology`, and torch's thread counts."
+    "Host name, CPU model, vendor and SIMD flags (`cpu_info`), count, RAM, each GPU's name, memory and driver (`gpus` is None without CUDA), the `topology`, and torch's thread counts."
     import torch
     gpus = None
     if torch.cuda.is_available():
@@ -161,9 +200,12 @@ def hardware() -> dict:
                                      capture_output=True, text=True, timeout=10).stdout.split()[0]
         except Exception: driver = None
         for g in gpus: g['driver'] = driver
-    return dict(hostname=platform.node(), machine=platform.machine(), cpu_model=_cpu_model(), cpu_count=os.cpu_count(),
+    from fastrepro.numerics import numerics_state
+    cpu = cpu_info()
+    return dict(hostname=platform.node(), machine=platform.machine(), cpu_model=cpu.pop('model'), cpu=cpu, cpu_count=os.cpu_count(),
                 ram_bytes=_ram_bytes(), gpus=gpus, topology=topology(),
-                threads=dict(intra_op=torch.get_num_threads(), inter_op=torch.get_num_interop_threads()))  # bits depend on them on CPU
+                threads=dict(intra_op=torch.get_num_threads(), inter_op=torch.get_num_interop_threads()),  # bits depend on them on CPU
+                numerics=numerics_state())  # what each component that picks its path by the CPU really uses
 
 # %% ../nbs/04_capture.ipynb #b241a35b
 ENV_ALLOW = ('CUBLAS_WORKSPACE_CONFIG', 'PYTHONHASHSEED', 'OMP_NUM_THREADS', 'CUDA_VISIBLE_DEVICES', 'CUDA_LAUNCH_BLOCKING',

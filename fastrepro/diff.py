@@ -11,7 +11,8 @@ from .bits import same_bits, brief
 from .manifest import LAYERS
 
 # %% auto #0
-__all__ = ['NO_EFFECT', 'ELASTIC_TOPOLOGY', 'DERIVED', 'CAUSE_LAYERS', 'manifest_fields', 'DiffReport', 'diff_manifests']
+__all__ = ['NO_EFFECT', 'ELASTIC_TOPOLOGY', 'CPU_FIELDS', 'DERIVED', 'CAUSE_LAYERS', 'manifest_fields', 'DiffReport',
+           'diff_manifests']
 
 # %% ../nbs/06_diff.ipynb #6e8a0d4b
 def manifest_fields(m:dict, prefix:str=''):
@@ -32,17 +33,17 @@ class DiffReport(list):
 def diff_manifests(a:dict, b:dict, include_no_effect:bool=False) -> DiffReport:
     "What differs between manifests `a` and `b`, by layer; fields that cannot change results only if asked."
     fa, fb = dict(manifest_fields(a)), dict(manifest_fields(b))
-    out, elastic = DiffReport(), _same_elastic_mode(a, b)
+    out, elastic, portable = DiffReport(), _same_elastic_mode(a, b), _both_portable(a, b)
     for field in sorted(set(fa) | set(fb), key=lambda f: (LAYERS.index(_layer(f)) if _layer(f) in LAYERS else -1, f)):
         old, new = fa.get(field), fb.get(field)
         if same_bits(old, new): continue
-        matters = not any(field == n or field.startswith(n + '.') for n in NO_EFFECT + (ELASTIC_TOPOLOGY if elastic else ()))
+        matters = not any(field == n or field.startswith(n + '.') for n in NO_EFFECT + (ELASTIC_TOPOLOGY if elastic else ()) + (CPU_FIELDS if portable else ()))
         if elastic and _launch_only(field, old, new): matters = False
         if matters or include_no_effect: out.append((_layer(field), field, old, new, matters))
     if elastic and fa.get('hardware.topology.world_size') != fb.get('hardware.topology.world_size'):
         out.notes = (f"the number of processes changed ({fa.get('hardware.topology.world_size')} → {fb.get('hardware.topology.world_size')}), "
                      f"in the elastic mode with the same {elastic['shards']} shards of {elastic['shard_size']}: the result is bitwise identical by design",)
-    return out
+    return _cpu_note(out, fa, fb, portable)
 
 # %% ../nbs/06_diff.ipynb #1aff3426
 # `cublas_action` says what set_seed did (set or kept); what is in force is `cublas_workspace_config`, which is compared.
@@ -67,6 +68,24 @@ def _launch_only(field:str, old, new) -> bool:
     "The callbacks differ only by fastai's `DistributedTrainer`, which `distrib_ctx` adds under `torchrun`."
     drop = lambda cbs: [c for c in cbs if c != 'DistributedTrainer'] if isinstance(cbs, list) else cbs
     return field == 'hyperparameters.callbacks' and drop(old) == drop(new)
+
+# %% ../nbs/06_diff.ipynb #2a170fde
+CPU_FIELDS = ('hardware.cpu', 'hardware.cpu_model')  # which CPU ran: no effect between two runs in portable numerics
+
+def _both_portable(a:dict, b:dict) -> bool:
+    "Both runs had portable numerics really in force (`fastrepro.numerics`): their bits do not depend on the CPU."
+    return all(((m.get('hardware') or {}).get('numerics') or {}).get('portable') is True for m in (a, b))
+
+def _cpu_note(out:DiffReport, fa:dict, fb:dict, portable:bool) -> DiffReport:
+    "A note on a change of CPU: identical by design in portable numerics, else the capability named as the cause."
+    cpu = lambda f: f"{f.get('hardware.cpu_model')}{' (emulated)' if f.get('hardware.cpu.emulated') else ''}"
+    if portable and cpu(fa) != cpu(fb):
+        out.notes = (*out.notes, f"the CPU changed ({cpu(fa)} → {cpu(fb)}), with portable numerics in force in both runs: "
+                                 "the result is bitwise identical by design")
+    elif (old := fa.get('hardware.numerics.capability')) != (new := fb.get('hardware.numerics.capability')) and old and new:
+        out.notes = (*out.notes, f"ATen's CPU capability changed ({old} → {new}): torch and MKL ran other kernels, whose bits differ. "
+                                 "numerics='portable' gives the same bits on any x86-64 CPU")
+    return out
 
 # %% ../nbs/06_diff.ipynb #78bdd23a
 DERIVED = ('randomness.set_seed', 'randomness.purpose_seeds', 'randomness.loaders', 'randomness.nondeterministic_ops',

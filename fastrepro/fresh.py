@@ -13,9 +13,11 @@ from fastcore.basics import patch
 from fastai.callback.core import Callback
 from fastai.callback.schedule import LRFinder
 from fastai.data.load import DataLoader
+from .numerics import check_numerics, numerics_env, numerics_state
+from .emulate import emulated
 from .seed import strict_hint, purpose_seeds
 from .files import HOST, pid_alive
-from .capture import LAUNCH_VARS
+from .capture import LAUNCH_VARS, cpu_info
 from .manifest import runs_dir
 
 # %% auto #0
@@ -56,17 +58,25 @@ def child_main(payload_path, # the payload's file
     if torch.distributed.is_initialized(): torch.distributed.destroy_process_group()
 
 # %% ../nbs/14_fresh.ipynb #3fc646d8
-def fresh_env(runs # the fresh run's runs folder, where its manifests go
+def fresh_env(runs, # the fresh run's runs folder, where its manifests go
+              numerics:str=None, # the child's numerics, set before its torch starts; None: this process's (`FASTREPRO_NUMERICS`)
+              cpu:str=None # the CPU model the child runs on, emulated (recorded in its manifests)
              ) -> dict:
-    "The environment of a fresh run: the caller's without a launcher's variables, with `runs` as its runs folder, MLflow logging off, and a hash seed of its own."
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS and not k.startswith('TORCHELASTIC_')}
+    "The environment of a fresh run: the caller's without a launcher's variables, with `runs` as its runs folder, MLflow logging off, a hash seed of its own, and its numerics."
+    pins = {'FASTREPRO_NUMERICS', 'ATEN_CPU_CAPABILITY', 'MKL_CBWR'}  # the thread count stays the caller's: it is a setting of its own
+    drop = set(LAUNCH_VARS) | {'FASTREPRO_EMULATED_CPU'} | (pins if numerics is not None else set())
+    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith('TORCHELASTIC_')}
+    if numerics is not None: env.update(numerics_env(numerics))
+    if cpu is not None: env['FASTREPRO_EMULATED_CPU'] = cpu
     return {**env, 'FASTREPRO_RUNS': str(runs), 'FASTREPRO_MLFLOW': 'off', 'PYTHONHASHSEED': 'random'}
 
 # %% ../nbs/14_fresh.ipynb #b2070659
 def child_command(procs:int=1, # processes: 1 is plain Python, more run under `torchrun`
-                  folder:Path=None) -> list: # where the child's file is written for `torchrun`
+                  folder:Path=None, # where the child's file is written for `torchrun`
+                  cpu:str=None) -> list: # a CPU model to run one process under, emulated (`fastrepro.emulate`)
     "The command that starts a fresh child: `python -c` for one process, `torchrun` for several (it runs a file, written into `folder`)."
-    if procs == 1: return [sys.executable, '-c', CHILD]
+    if cpu is not None and procs != 1: raise ValueError(f"an emulated CPU runs one process, got procs={procs} with cpu={cpu!r}")
+    if procs == 1: return [sys.executable, '-c', CHILD] if cpu is None else emulated(cpu, [sys.executable, '-c', CHILD])
     (folder/'child.py').write_text(CHILD + '\n')
     return [sys.executable, '-m', 'torch.distributed.run', '--standalone', f'--nproc_per_node={procs}', str(folder/'child.py')]
 
@@ -83,12 +93,13 @@ def run_child(cmd:list, env:dict, timeout:float=None) -> subprocess.CompletedPro
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 # %% ../nbs/14_fresh.ipynb #9cb66df9
-def launch(payload:bytes, folder:Path, tag:str, timeout:float=None, procs:int=1) -> tuple:
-    "Run `payload` in a fresh child (or `procs` of them under `torchrun`) from `folder`, its manifests going to `folder/'runs'`: (the finished process, its result's file)."
+def launch(payload:bytes, folder:Path, tag:str, timeout:float=None, procs:int=1, cpu:str=None, numerics:str=None) -> tuple:
+    "Run `payload` in a fresh child (or `procs` of them under `torchrun`; on the emulated `cpu`; in `numerics`) from `folder`, its manifests going to `folder/'runs'`: (the finished process, its result's file)."
     folder.mkdir(parents=True, exist_ok=True)
     pin, out = folder/f'{tag}.payload', folder/f'{tag}.pt'
+    cmd = child_command(procs, folder, cpu) + [str(pin), str(out)]  # before writing: a bad `cpu` leaves nothing behind
     pin.write_bytes(payload)
-    return run_child(child_command(procs, folder) + [str(pin), str(out)], fresh_env(folder/'runs'), timeout), out
+    return run_child(cmd, fresh_env(folder/'runs', numerics, cpu), timeout), out
 
 # %% ../nbs/14_fresh.ipynb #998cdbd9
 def remove_stale_tempdirs(root=None) -> int:
@@ -117,10 +128,13 @@ class FreshRunError(RuntimeError):
 # %% ../nbs/14_fresh.ipynb #3611020c
 def run_fresh(payload:bytes, # from `fresh_payload`
               timeout:float=None, # seconds, else `subprocess.TimeoutExpired`
-              tag:str=None) -> dict: # names the run in errors; distinct tags keep caching executors from merging runs
+              tag:str=None, # names the run in errors; distinct tags keep caching executors from merging runs
+              cpu:str=None, # a CPU model `qemu-x86_64` knows: the run is emulated on it (`fastrepro.emulate`)
+              numerics:str=None) -> dict: # 'stock' or 'portable', set before the child's torch starts; None: this process's
     "Run `payload` in a fresh Python process; return its `fresh_fit` result, with the manifests it wrote as dicts."
+    if numerics is not None: check_numerics(numerics, caller='run_fresh')
     with fresh_tempdir() as d:
-        res, out = launch(payload, Path(d), 'run', timeout)
+        res, out = launch(payload, Path(d), 'run', timeout, cpu=cpu, numerics=numerics)
         if res.returncode != 0 or not out.exists(): raise FreshRunError(res.returncode, res.stderr, tag)
         r = torch.load(out, weights_only=True)  # plain tensors, lists and strings: nothing to unpickle
     return dict(r, manifests=[json.loads(t) for t in r['manifests']])
@@ -134,6 +148,7 @@ def fresh_fit(make_learner, fit,
     if threads: torch.set_num_threads(threads)
     with purpose_seeds(seeds_by_purpose or {}): r = run_once(make_learner, fit, **run_once_kwargs)
     r['manifests'] = [p.read_text() for p in sorted(runs_dir().glob('*.json'))]  # $FASTREPRO_RUNS: the parent's temp folder
+    r['numerics'], r['cpu'] = numerics_state(), cpu_info()  # what ran, also where no manifest was written
     return r
 
 # %% ../nbs/14_fresh.ipynb #eacbb183

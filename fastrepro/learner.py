@@ -13,13 +13,15 @@ from .seed import stream_seed, check_seed, check_deterministic, seed_all
 from .data import DataRecipe, reseed_dls
 from .callback import ReproCallback
 from .elastic import check_shards
+from .numerics import check_numerics, use_numerics
 
 # %% auto #0
 __all__ = ['repro_learner']
 
 # %% ../nbs/13_learner.ipynb #18919392
-def _check_learner_args(seed, deterministic, learner_fn, arch, model, shards=None):
+def _check_learner_args(seed, deterministic, learner_fn, arch, model, shards=None, numerics=None):
     check_seed(seed, caller='repro_learner'); check_deterministic(deterministic)
+    if numerics is not None: check_numerics(numerics, caller='repro_learner')
     if shards is not None: check_shards(shards, 'repro_learner')
     if learner_fn is None and (arch is None) == (model is None):
         raise ValueError("repro_learner needs exactly one of `model` or `arch` when no `learner_fn` is given, "
@@ -55,16 +57,18 @@ def repro_learner(dblock, # a fastai DataBlock
                   dl_kwargs:dict=None, # more kwargs for `dblock.dataloaders`
                   mlflow=False, # log each fit to MLflow: True, a tracking URI, or an `MLflowReproCallback`
                   shards:int=None, # the elastic mode: k shards per global batch, the same bits on any number of processes dividing k
+                  numerics:str=None, # 'portable': the same bits on any x86-64 CPU (`fastrepro.numerics`); None: as `FASTREPRO_NUMERICS` says
                   **learner_kwargs): # passed to `learner_fn` (metrics, loss_func, ...)
     "Build DataLoaders and a Learner from `dblock` and `source`, seeded with keys of `seed`, with `ReproCallback` attached."
-    _check_learner_args(seed, deterministic, learner_fn, arch, model, shards)
+    _check_learner_args(seed, deterministic, learner_fn, arch, model, shards, numerics)
+    use_numerics(numerics)  # before the loaders run their first op
     tracker = None if mlflow is False else _mlflow_callback(mlflow)
     kw = dict(bs=bs, **({} if num_workers is None else dict(num_workers=num_workers)), **(dl_kwargs or {}))
     recipe = DataRecipe(dblock, source, kw)
     dls = recipe.dataloaders(seed)
     seed_all(stream_seed(seed, 'model'))
     learn = _build_learner(dls, learner_fn, arch, model, learner_kwargs)
-    learn.repro_seed, learn.repro_deterministic, learn.repro_data = seed, deterministic, recipe
+    learn.repro_seed, learn.repro_deterministic, learn.repro_data, learn.repro_numerics = seed, deterministic, recipe, numerics
     learn.add_cb(ReproCallback(seed=seed, shards=shards))
     if tracker is not None: learn.add_cb(tracker)
     reseed_dls(learn.dls, seed, fit=None)  # keyed at once: passes before the first fit vary and leave the generators alone

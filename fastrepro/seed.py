@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, asdict
 import numpy as np, torch
 from fastcore.basics import patch
+from .numerics import check_numerics, use_numerics
 
 # %% auto #0
 __all__ = ['KEY_SCHEME', 'PURPOSES', 'DETERMINISTIC_MODES', 'CUBLAS_VALID', 'check_seed', 'stream_seed', 'check_purpose_seeds',
@@ -129,6 +130,7 @@ class SeedRecord:
     cudnn_deterministic:bool; cudnn_benchmark:bool
     cublas_workspace_config:str|None; cublas_action:str|None
     cuda_initialized:bool; torch_version:str
+    numerics:str='stock' # the numerics asked for; the manifest's hardware layer records what each component really uses
     def as_dict(self): return asdict(self)
 
 # %% ../nbs/01_seed.ipynb #8ef060a6
@@ -152,9 +154,12 @@ def check_fastai_seed(s, name:str='s', caller:str='set_seed') -> int:
 # %% ../nbs/01_seed.ipynb #d01902c7
 def set_seed(s:int, # the seed: any int fastai's `set_seed` takes
              reproducible:bool=True, # fix cuDNN: `deterministic=True`, `benchmark=False` (fastai's meaning)
-             deterministic:str|bool='warn'): # False, 'warn', True or 'strict': torch's deterministic-algorithms mode
-    "Seed Python, NumPy and torch (CPU and all CUDA devices), and set determinism modes; return a `SeedRecord`."
+             deterministic:str|bool='warn', # False, 'warn', True or 'strict': torch's deterministic-algorithms mode
+             numerics:str=None): # 'stock' or 'portable' (the same bits on any x86-64 CPU); None: as `FASTREPRO_NUMERICS` says
+    "Seed Python, NumPy and torch (CPU and all CUDA devices), and set determinism and numerics modes; return a `SeedRecord`."
     s, mode = check_fastai_seed(s), check_deterministic(deterministic)
+    if numerics is not None: check_numerics(numerics, caller='set_seed')
+    numerics = use_numerics(numerics)['asked']  # first: the CPU's code paths are fixed at torch's first op
     seed_all(s)
     if reproducible: torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
     cublas, action = _handle_cublas() if mode else (os.environ.get('CUBLAS_WORKSPACE_CONFIG'), None)
@@ -164,7 +169,7 @@ def set_seed(s:int, # the seed: any int fastai's `set_seed` takes
         deterministic_algorithms=on, warn_only=on and torch.is_deterministic_algorithms_warn_only_enabled(),
         cudnn_deterministic=torch.backends.cudnn.deterministic, cudnn_benchmark=torch.backends.cudnn.benchmark,
         cublas_workspace_config=cublas, cublas_action=action,
-        cuda_initialized=torch.cuda.is_initialized(), torch_version=torch.__version__)
+        cuda_initialized=torch.cuda.is_initialized(), torch_version=torch.__version__, numerics=numerics)
 
 # %% ../nbs/01_seed.ipynb #18c699ad
 _NONDET_MSG = 'does not have a deterministic implementation'

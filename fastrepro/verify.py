@@ -10,13 +10,16 @@ import inspect, math, uuid
 from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
 from fastcore.basics import patch
 from fastprogress.fastprogress import progress_bar
-from .bits import same_bits
+from .bits import same_bits, brief
 from .manifest import write_manifest
 from .diff import diff_manifests
 from .fresh import run_once, fresh_payload, run_fresh
+from .numerics import check_numerics
+from .emulate import check_emulation_host, check_cpu_model
 
 # %% auto #0
-__all__ = ['CHECKS', 'ENV_LAYERS', 'CheckReport', 'ReproReport', 'environment_diff', 'verify_reproducible']
+__all__ = ['CHECKS', 'CPU_MODELS', 'ENV_LAYERS', 'CheckReport', 'ReproReport', 'environment_diff', 'metric_moves',
+           'verify_reproducible']
 
 # %% ../nbs/15_verify.ipynb #57fb04f4
 def _abs_diff(a, b):
@@ -48,6 +51,7 @@ def _epoch_same(self:CheckReport, e):
 
 # %% ../nbs/15_verify.ipynb #86b42bb1
 CHECKS = ('fresh', 'history', 'workers')
+CPU_MODELS = ('Nehalem', 'Haswell', 'EPYC')  # the 'cpu' check's default: plain SSE4.2, AVX2 from Intel, AVX2 from AMD
 
 # %% ../nbs/15_verify.ipynb #7b71b235
 class ReproReport:
@@ -84,6 +88,9 @@ def _describe_check(name, c:CheckReport, fresh_process=True):
     if name == 'history':
         return f"{', '.join(c.runs[1]['history']) or 'nothing'} before the fit, compared with the plain run"
     if name == 'workers': return "num_workers=0 and num_workers=2"
+    if name.startswith('cpu:'):
+        (a, b), n = (r.get('numerics') or {} for r in c.runs), (c.runs[1].get('numerics') or {}).get('asked')
+        return f"native ({a.get('capability')}) and an emulated {name[4:]} ({b.get('capability')}), {n} numerics"
     runs = f"{len(c.runs)} {'fresh' if fresh_process else 'in-process'} runs"
     return f"{runs}, {len(c.tensor_diffs)} weight tensors, {len(c.runs[0]['epochs'])} epochs"
 
@@ -99,6 +106,14 @@ def _show_epochs(c:CheckReport):
     for row in [header + [''], *rows]: print('  '.join(str(x).rjust(w) for x, w in zip(row, widths)).rstrip())
 
 # %% ../nbs/15_verify.ipynb #2ad174cd
+def metric_moves(c:CheckReport) -> list:
+    "Per epoch, each metric's change from the first run to the second: `[{'valid_loss': 2.9e-08, ...}, ...]`."
+    a, b = c.runs[0]['epochs'], c.runs[1]['epochs']
+    return [{m: y - x for m, x, y in zip(c.metric_names, ra, rb)} for ra, rb in zip(a, b)]
+
+def _show_metric_moves(c:CheckReport):
+    for e, moves in enumerate(metric_moves(c)): print(f"    epoch {e}: " + ', '.join(f"{m} {d:+.3g}" for m, d in moves.items()))
+
 @patch
 def show(self:ReproReport, top:int=5):
     "Print one verdict per check, the per-epoch metrics of the failing (else the first) check's runs, and the tensors that differ most."
@@ -109,9 +124,11 @@ def show(self:ReproReport, top:int=5):
         else:
             where = f"metrics first differ at epoch {c.first_diff_epoch}" if c.first_diff_epoch is not None else "metrics agree"
             n_diff = sum(1 for d in c.tensor_diffs.values() if d)
-            print(f"{name:8s} NOT reproducible ({what}): {where}; "
+            verdict = 'moved' if name.startswith('cpu:') else 'NOT reproducible'  # on another CPU, a stock run is expected to move
+            print(f"{name:8s} {verdict} ({what}): {where}; "
                   f"{n_diff} of {len(c.tensor_diffs)} weight tensors differ, max |diff| {c.max_abs_diff:.3g}")
             for d, k in sorted(((d, k) for k, d in c.tensor_diffs.items() if d), reverse=True)[:top]: print(f"    {k}: {d:.3g}")
+            if name.startswith('cpu:'): _show_metric_moves(c)
     for name, why in self.skipped.items(): print(f"{name:8s} skipped: {why}")
     self._show_environment()
 
@@ -120,6 +137,10 @@ def show(self:ReproReport, top:int=5):
 def _show_environment(self:ReproReport):
     d = self.environment_diff
     if d is None: return
+    if any(c.startswith('cpu:') for c in self.comparisons):  # other CPUs are what the 'cpu' check asks for
+        cpu = [x for x in d if x[0].startswith(('hardware.cpu', 'hardware.numerics.capability'))]
+        print("CPUs, as the 'cpu' check asks: " + '; '.join(f"{f}: {o} -> {brief(n, 60)}" for f, o, n in cpu))
+        d = [x for x in d if x not in cpu]
     if not d: print("environment: the same packages, hardware and env vars in every run"); return
     print(f"environment DIFFERS between the runs, so bitwise identity is not to be expected: "
           + '; '.join(f"{f}: {o} -> {n}" for f, o, n in d))
@@ -142,9 +163,11 @@ def _takes_num_workers(f) -> bool:
     return any(p.name == 'num_workers' or p.kind == p.VAR_KEYWORD for p in ps)
 
 # %% ../nbs/15_verify.ipynb #587ab106
-def _plan(checks, runs, make_learner):
-    "The runs to make, as (check, label, run_once kwargs), and the checks skipped with their reasons."
+def _plan(checks, runs, make_learner, cpus=()):
+    "The runs to make, as (check, label, run_once kwargs, and `cpu` for an emulated one), and the checks skipped with their reasons."
     plan, skipped = [], {}
+    if 'cpu' in checks and 'fresh' not in checks: plan.append(('cpu', 'native', {}))
+    if 'cpu' in checks: plan += [('cpu', model, dict(cpu=model)) for model in cpus]
     if 'fresh' in checks or 'history' in checks:
         plan += [('fresh', f'run{i}', {}) for i in range(runs if 'fresh' in checks else 1)]
     if 'history' in checks: plan.append(('history', 'history', dict(history=True)))
@@ -154,12 +177,23 @@ def _plan(checks, runs, make_learner):
     return plan, skipped
 
 # %% ../nbs/15_verify.ipynb #061ab2bd
+def _check_cpu_args(checks, cpus, fresh_process, numerics):
+    "Refuse a bad `cpus` or `numerics`, or a machine that cannot emulate, before anything runs."
+    if numerics is not None:
+        check_numerics(numerics, caller='verify_reproducible')
+        if not fresh_process: raise ValueError("verify_reproducible: `numerics` is set in fresh processes: it needs fresh_process=True")
+    if 'cpu' not in checks: return
+    if not fresh_process: raise ValueError("verify_reproducible: the 'cpu' check runs emulated fresh processes: it needs fresh_process=True")
+    if isinstance(cpus, str) or not cpus: raise ValueError(f"verify_reproducible: `cpus` must be a non-empty tuple of CPU models, got {cpus!r}")
+    check_emulation_host()
+    for model in cpus: check_cpu_model(model, name='cpus', caller='verify_reproducible')
+
 def _check_args(make_learner, fit, runs, checks, fresh_process, executor):
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2: raise ValueError(f"`runs` must be an int >= 2, got {runs!r}")
     for name, f in (('make_learner', make_learner), ('fit', fit)):
         if not callable(f): raise TypeError(f"`{name}` must be callable, got {type(f).__name__}")
-    if isinstance(checks, str) or not checks or any(c not in CHECKS for c in checks):
-        raise ValueError(f"`checks` must be a non-empty tuple of {CHECKS}, got {checks!r}")
+    if isinstance(checks, str) or not checks or any(c not in CHECKS + ('cpu',) for c in checks):
+        raise ValueError(f"`checks` must be a non-empty tuple of {CHECKS + ('cpu',)}, got {checks!r}")
     if executor is not None and not isinstance(executor, Executor):
         raise TypeError(f"`executor` must be a concurrent.futures.Executor (e.g. a Dask client's get_executor()), got {type(executor).__name__}")
     if executor is not None and not fresh_process: raise ValueError("`executor` runs fresh processes: it needs fresh_process=True")
@@ -170,28 +204,34 @@ def verify_reproducible(make_learner, # callable returning a Learner; for 'worke
                         runs:int=2, # how many plain runs to compare for 'fresh'
                         fresh_process:bool=True, # each run in a fresh Python process (False: in this one)
                         timeout:float=None, # seconds allowed per fresh run
-                        checks:tuple=('fresh',), # any of 'fresh', 'history', 'workers'
+                        checks:tuple=('fresh',), # any of 'fresh', 'history', 'workers', and 'cpu' (natively and on each of `cpus`)
                         executor:Executor=None, # runs the fresh runs, e.g. a Dask client's; None: one after the other, here
-                        show_progress:bool=True) -> ReproReport: # a progress bar over the runs
+                        show_progress:bool=True, # a progress bar over the runs
+                        cpus:tuple=CPU_MODELS, # for 'cpu': the CPU models to emulate with `qemu-x86_64`
+                        numerics:str=None) -> ReproReport: # the fresh runs' numerics, 'stock' or 'portable'; None: this process's
     "Run `fit(make_learner())` for each check, in fresh processes, and compare metrics and weights bitwise."
     _check_args(make_learner, fit, runs, checks, fresh_process, executor)
-    plan, skipped = _plan(checks, runs, make_learner)
-    results = (_run_fresh_all if fresh_process else _run_here)(plan, make_learner, fit, timeout, executor, show_progress)
+    _check_cpu_args(checks, cpus, fresh_process, numerics)
+    plan, skipped = _plan(checks, runs, make_learner, cpus)
+    results = (_run_fresh_all if fresh_process else _run_here)(plan, make_learner, fit, timeout, executor, show_progress, numerics)
     fresh = [l for c, l, _ in plan if c == 'fresh']
-    groups = dict(fresh=fresh, history=fresh[:1] + ['history'], workers=['w0', 'w2'])
-    ran = [c for c in CHECKS if c in checks and c not in skipped]
+    native = fresh[0] if fresh else 'native'
+    groups = dict(fresh=fresh, history=fresh[:1] + ['history'], workers=['w0', 'w2'],
+                  **{f'cpu:{m}': [native, m] for m in (cpus if 'cpu' in checks else ())})
+    ran = [c for c in CHECKS if c in checks and c not in skipped] + [g for g in groups if g.startswith('cpu:')]
     comparisons = {c: CheckReport([results[l] for l in groups[c]], groups[c]) for c in ran}
     return ReproReport(comparisons, skipped, fresh_process, _keep_manifests(results) if fresh_process else None)
 
 # %% ../nbs/15_verify.ipynb #c9904bfd
-def _run_here(plan, make_learner, fit, timeout, executor, show_progress):
+def _run_here(plan, make_learner, fit, timeout, executor, show_progress, numerics=None):
     return {label: run_once(make_learner, fit, **kw) for _, label, kw in progress_bar(plan, display=show_progress, leave=False)}
 
 # %% ../nbs/15_verify.ipynb #a129ecc6
-def _run_fresh_all(plan, make_learner, fit, timeout, executor, show_progress):
+def _run_fresh_all(plan, make_learner, fit, timeout, executor, show_progress, numerics=None):
     pool = executor or ThreadPoolExecutor(1)  # by default one fresh process at a time, so runs do not share the cores
-    futures = {pool.submit(run_fresh, fresh_payload(make_learner, fit, **kw), timeout, f'{label}-{uuid.uuid4().hex[:8]}'): label
-               for _, label, kw in plan}
+    def submit(label, cpu=None, **kw):
+        return pool.submit(run_fresh, fresh_payload(make_learner, fit, **kw), timeout, f'{label}-{uuid.uuid4().hex[:8]}', cpu, numerics)
+    futures = {submit(label, **kw): label for _, label, kw in plan}
     pb, out = progress_bar(as_completed(futures), total=len(futures), display=show_progress, leave=False), {}
     try:
         for f in pb: out[futures[f]] = f.result(); pb.comment = f"{futures[f]} done"

@@ -30,12 +30,17 @@ def import_graph(mods:dict=None) -> dict:
     mods = modules() if mods is None else mods
     return {m: {d for d, _ in imports(s) if d in mods} - {m} for m, s in mods.items()}
 
+def room_number(name:str) -> tuple:
+    "A notebook's place in the layers, `(NN, letter)`: `00a_numerics` sits between `00_bits` and `01_seed`, as fastai's `09b` pages do."
+    m = re.match(r'(\d+)([a-z]?)_', name)
+    return int(m.group(1)), m.group(2)
+
 def rooms() -> dict:
     "Each module's number: the `NN` of the notebook that exports it."
     out = {}
     for nb in NBS.glob('[0-9]*.ipynb'):
         first = ''.join(json.loads(nb.read_text())['cells'][0]['source'])
-        if (m := re.match(r'#\| *default_exp +(\w+)', first)): out[m.group(1)] = int(nb.name.split('_')[0])
+        if (m := re.match(r'#\| *default_exp +(\w+)', first)): out[m.group(1)] = room_number(nb.name)
     return out
 
 def upward(graph:dict, numbers:dict) -> list:
