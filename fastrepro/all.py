@@ -4,6 +4,7 @@ Everything else (plumbing, constants, the pieces these are built from) stays imp
 docs page lists its own names. The optional extras are imported on their own: `fastrepro.mlflow` (`MLflowReproCallback`),
 `fastrepro.registry` (`register_model`) and `fastrepro.distributed`."""
 from .seed import set_seed, stream_seed, purpose_seeds
+from .numerics import numerics_state
 from .bits import same_bits
 from .fingerprint import hash_state_dict, fingerprint_folder, fingerprint_dls
 from .manifest import load_manifest
@@ -25,7 +26,7 @@ from .reproduce import reproduce
 from .drill import drill, verify_log
 from .cli import manifest_summary
 
-__all__ = ['set_seed', 'stream_seed', 'purpose_seeds', 'same_bits', 'hash_state_dict', 'fingerprint_folder', 'fingerprint_dls',
+__all__ = ['set_seed', 'stream_seed', 'purpose_seeds', 'numerics_state', 'same_bits', 'hash_state_dict', 'fingerprint_folder', 'fingerprint_dls',
            'load_manifest', 'diff_manifests', 'keyed_loader', 'record_artifact', 'process_bs', 'ReproCallback', 'repro_learner',
            'verify_reproducible', 'digits_path', 'digits_dblock', 'digits_cnn', 'every_nth_image', 'tabular_frame', 'wine_learner',
            'stock_drift', 'seed_sweep', 'load_sweep', 'compare_sweeps', 'variance_sources', 'ReproCheckpoint', 'load_checkpoint',

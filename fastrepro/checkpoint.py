@@ -25,6 +25,7 @@ from .files import atomic_write, fsync_dir, remove_orphans
 from .manifest import write_manifest
 from .record import data_fingerprint, file_artifact, unwrap_model
 from .elastic import rank_and_world, ELASTIC_THREADS
+from .numerics import numerics_state
 from .callback import active_repro
 
 # %% auto #0
@@ -306,10 +307,11 @@ def global_bs(learn) -> int:
     return learn.dls.train.bs * rank_and_world()[1]
 
 def numerics(learn) -> dict:
-    "What a fit's bits depend on besides its state and data: torch's version, the device type, and on a CPU the intra-op thread count it trains with."
+    "What a fit's bits depend on besides its state and data: torch's version, the device type, and on a CPU the intra-op thread count it trains with and whether portable numerics are in force."
     device = torch.device(getattr(learn.dls, 'device', None) or 'cpu').type  # the loaders': fastai moves the model there only as a fit starts
     threads = None if device != 'cpu' else ELASTIC_THREADS if fit_topology(learn)['shards'] else torch.get_num_threads()  # the mode pins its own
-    return dict(torch=torch.__version__, device=device, threads=threads)
+    portable = numerics_state()['portable'] if device == 'cpu' else None  # `fastrepro.numerics`: the CPU's code paths, pinned or not
+    return dict(torch=torch.__version__, device=device, threads=threads, cpu_numerics=None if portable is None else 'portable' if portable else 'stock')
 
 def fit_topology(learn) -> dict:
     "The processes a fit runs on, and its elastic mode (`ReproCallback(shards=k)`), on which resuming elsewhere depends."

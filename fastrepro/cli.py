@@ -63,6 +63,7 @@ def _add_reproduce(sub):
     r.add_argument('--sweep', default=None, help="with --require band: the sweep folder (default: the newest of the run's pipeline in the runs folder)")
     r.add_argument('--metric', default=None, help="with --require band: the metric judged (default: the run's first after its losses)")
     r.add_argument('--repo', default=None, help="the repository with the run's commit, if not where it was recorded")
+    r.add_argument('--cpu', default=None, metavar='MODEL', help="rerun under this CPU model, emulated by qemu-x86_64: Nehalem, Haswell, EPYC, ...")
     r.add_argument('--json', action='store_true', help='print the full report as JSON')
     l = sub.add_parser('lock', help="write a run's locked environment: the lock with hashes, wheels of checkouts, pylock.toml, .python-version, Dockerfile, apptainer.def")
     l.add_argument('run', help='manifest path or run id'); l.add_argument('-o', '--out', default=None, help='the folder to write (default: lock-<run id> beside the runs folder)')
@@ -75,6 +76,7 @@ def _add_reproduce(sub):
     d.add_argument('--budget', default=None, metavar='TIME', help='time for the whole drill; runs that would not fit are shortened')
     d.add_argument('--seed', type=int, default=None, help='seed of the choice (printed; default: random)')
     d.add_argument('--env', choices=('current', 'locked'), default='current', help="rerun in this environment, or in a venv from each run's lock")
+    d.add_argument('--cpu', default=None, metavar='MODEL', help="rerun under this CPU model, emulated by qemu-x86_64 (the log records it)")
     d.add_argument('--verify-log', action='store_true', help="only check the audit log (drills.jsonl): exit 1 if a line was edited, moved or deleted")
     d.add_argument('--head', default=None, help="with --verify-log: the head hash a drill printed, to find lines cut off at the end")
 
@@ -291,7 +293,7 @@ def _diverge_cmd(a) -> int:
 def _reproduce_cmd(a) -> int:
     from fastrepro.reproduce import reproduce
     r = reproduce(resolve_run(a.run, a.runs), env=a.env, lock=a.lock, epochs=a.epochs, require=a.require,
-                  sweep=a.sweep, metric=a.metric, repo=a.repo)
+                  sweep=a.sweep, metric=a.metric, repo=a.repo, cpu=a.cpu)
     print(json.dumps(r.to_dict(), default=str) if a.json else r)
     return r.exit_code
 
@@ -309,7 +311,7 @@ def _drill_cmd(a) -> int:
         problems = verify_log(runs, a.head)
         print('\n'.join(problems) if problems else f"{runs/DRILL_LOG}: intact")
         return 1 if problems else 0
-    d = drill(runs, a.sample, a.older_than, a.budget, a.seed, a.env)
+    d = drill(runs, a.sample, a.older_than, a.budget, a.seed, a.env, cpu=a.cpu)
     print(d)
     return 0 if d.ok else 1
 

@@ -13,6 +13,8 @@ from fastcore.basics import patch
 from fastai.callback.core import Callback, CancelFitException
 from fastai.callback.schedule import LRFinder
 from .seed import is_count
+from .numerics import check_numerics
+from .emulate import check_emulation_host, check_cpu_model
 from .bits import same_bits
 from .fresh import fresh_payload, run_fresh, fresh_tempdir
 from .checkpoint import ReproCheckpoint, parse_checkpoint_name
@@ -149,17 +151,20 @@ def find_divergence(a, # a trace (path or `Trace`), or `make_learner`: returns a
                     refine:bool=True, # at a divergence after the data, replay both runs with the full level on that step
                     checkpoint_every:int=None, # the first run writes an exact-resume checkpoint every n training steps, for the replay to start from
                     timeout:float=None, # seconds per fresh run
-                    folder=None) -> DivergenceReport: # keep the traces here; None: a temporary folder, removed
+                    folder=None, # keep the traces here; None: a temporary folder, removed
+                    cpus:tuple=None, # (A's CPU, B's CPU): a model `qemu-x86_64` emulates, or None for this machine's
+                    numerics:str=None) -> DivergenceReport: # both runs' numerics, 'stock' or 'portable'; None: this process's
     "Where two runs part: compare traces `a` and `b`, or trace `fit(make_learner())` in two fresh processes and compare."
     if not callable(a): return compare_traces(a, b)
     what, every = _check_find_args(b, max_steps, checkpoint_every, what, every)
+    run = dict(cpus=_check_cpus(cpus), numerics=None if numerics is None else check_numerics(numerics, caller='find_divergence'))
     tmp = fresh_tempdir('diverge') if folder is None else None  # named after this process: removed even if it is killed
     folder = Path(tmp.name if tmp else folder); folder.mkdir(parents=True, exist_ok=True)
     try:
-        ta, tb, manifests = _fresh_pair(a, b, folder, 'run', timeout, max_steps, checkpoint_every, every=every, what=what)
+        ta, tb, manifests = _fresh_pair(a, b, folder, 'run', timeout, max_steps, checkpoint_every, run, every=every, what=what)
         report = compare_traces(ta, tb)
         if not refine or report.identical or report.phase == 'data' or 'forward' in what: return report
-        return _replay_to_divergence(report, a, b, folder, timeout, every, what, manifests if checkpoint_every else None)
+        return _replay_to_divergence(report, a, b, folder, timeout, every, what, manifests if checkpoint_every else None, run)
     finally:
         if tmp: tmp.cleanup()
 
@@ -192,14 +197,15 @@ class _TracedFit:
         with learn.added_cbs(cbs): self.fit(learn) if self.resume is None else learn.resume(self.resume, fit=self.fit)
 
 # %% ../nbs/22_diverge.ipynb #9974f974
-def _fresh_pair(make_learner, fit, folder:Path, tag:str, timeout, max_steps, checkpoint_every=None, **kwargs) -> tuple:
-    "Run `fit(make_learner())` traced in two fresh processes at once (the first taking checkpoints if asked); return both traces and the first's manifests."
+def _fresh_pair(make_learner, fit, folder:Path, tag:str, timeout, max_steps, checkpoint_every=None, run:dict=None, **kwargs) -> tuple:
+    "Run `fit(make_learner())` traced in two fresh processes at once (the first taking checkpoints if asked; on `run`'s CPUs, in its numerics); return both traces and the first's manifests."
+    cpus, numerics = (run or {}).get('cpus') or (None, None), (run or {}).get('numerics')
     paths = [folder/f'{tag}-{ab}.jsonl' for ab in 'ab']
     ckpts = [(str(folder/'checkpoints'), checkpoint_every) if checkpoint_every else None, None]
     threads = max(1, torch.get_num_threads() // 2)  # two runs share the cores
     payloads = [fresh_payload(make_learner, _TracedFit(fit, p, max_steps, checkpoints=c, **kwargs), threads=threads) for p, c in zip(paths, ckpts)]
     with ThreadPoolExecutor(2) as ex:
-        results = list(ex.map(lambda i: run_fresh(payloads[i], timeout, f'{tag} {"AB"[i]}'), range(2)))
+        results = list(ex.map(lambda i: run_fresh(payloads[i], timeout, f'{tag} {"AB"[i]}', cpus[i], numerics), range(2)))
     return load_trace(paths[0]), load_trace(paths[1]), results[0]['manifests']
 
 # %% ../nbs/22_diverge.ipynb #2e35844e
@@ -220,11 +226,11 @@ def _checkpoint_before(light:DivergenceReport, folder:Path, manifests:list) -> t
     return None, 0
 
 # %% ../nbs/22_diverge.ipynb #e48b05d9
-def _replay_to_divergence(light:DivergenceReport, make_learner, fit, folder:Path, timeout, every:int, what:tuple, manifests=None) -> DivergenceReport:
+def _replay_to_divergence(light:DivergenceReport, make_learner, fit, folder:Path, timeout, every:int, what:tuple, manifests=None, run:dict=None) -> DivergenceReport:
     "Replay both runs to the step `light` found, with the full level on it: from run A's last checkpoint before it if there is one, else from the start."
     g = light.global_step
     ckpt, first = _checkpoint_before(light, folder/'checkpoints', manifests) if manifests else (None, 0)
-    a, b, _ = _fresh_pair(make_learner, fit, folder, 'replay', timeout, g + 1 - first, every=every, what=what,
+    a, b, _ = _fresh_pair(make_learner, fit, folder, 'replay', timeout, g + 1 - first, run=run, every=every, what=what,
                           window=(max(first, g - every + 1), g + 1), first_step=first, resume=ckpt)
     full = compare_traces(a, b)
     how = f"replayed steps {first}..{g} from {f'the checkpoint {ckpt.name}' if ckpt else 'the start'} with the full level on step {g}"
@@ -235,6 +241,14 @@ def _replay_to_divergence(light:DivergenceReport, make_learner, fit, folder:Path
     return full
 
 # %% ../nbs/22_diverge.ipynb #f459599a
+def _check_cpus(cpus) -> tuple|None:
+    "`cpus` as (A's, B's), each a CPU model this machine can emulate or None (this machine's), checked before anything runs."
+    if cpus is None: return None
+    if isinstance(cpus, str) or not isinstance(cpus, (tuple, list)) or len(cpus) != 2:
+        raise ValueError(f"find_divergence: `cpus` must be (A's CPU, B's CPU), each a CPU model or None for this machine's, got {cpus!r}")
+    if any(c is not None for c in cpus): check_emulation_host()
+    return tuple(None if c is None else check_cpu_model(c, name='cpus', caller='find_divergence') for c in cpus)
+
 def _check_find_args(fit, max_steps, checkpoint_every, what, every) -> tuple:
     "`find_divergence`'s arguments for fresh runs, checked; `what` and `every` as `TraceCallback` takes them."
     if not callable(fit): raise TypeError(f"`b` must be `fit(learn)` when `a` is `make_learner`, got {fit!r}")

@@ -10,6 +10,8 @@ import hashlib, json, os, time
 from pathlib import Path
 from .manifest import load_manifest
 from .reproduce import reproduce
+from .capture import cpu_info
+from .emulate import check_emulation_host, check_cpu_model
 
 # %% auto #0
 __all__ = ['RERUN_OVERHEAD_S', 'GENESIS', 'DRILL_LOG', 'parse_duration', 'plan_drill', 'append_log', 'verify_log', 'DrillReport',
@@ -128,14 +130,15 @@ class DrillReport:
     __repr__ = __str__
 
 # %% ../nbs/26_drill.ipynb #e3411312
-def _drill_row(item:dict, seed:int, left:float|None, env:str='current') -> dict:
-    "Reproduce one planned run (or skip it when the budget is spent); the audit log's record of it."
+def _drill_row(item:dict, seed:int, left:float|None, env:str='current', cpu:str=None) -> dict:
+    "Reproduce one planned run (or skip it when the budget is spent); the audit log's record of it, with the CPU it ran on."
     from datetime import datetime, timezone
     row = dict(at=datetime.now(timezone.utc).isoformat(timespec='seconds'), run_id=item['run_id'], manifest=str(item['manifest']),
-               epochs=item['epochs'], seed=seed, verdict='skipped', why='the budget was spent', seconds=0.0)
+               epochs=item['epochs'], seed=seed, verdict='skipped', why='the budget was spent', seconds=0.0,
+               cpu=f"{cpu} (emulated)" if cpu else cpu_info()['model'])
     if item['epochs'] == 0 or (left is not None and left <= 0): return row
     t0 = time.perf_counter()
-    try: r = reproduce(item['manifest'], env=env, epochs=item['epochs'], timeout=left)
+    try: r = reproduce(item['manifest'], env=env, epochs=item['epochs'], timeout=left, cpu=cpu)
     except Exception as e: return dict(row, verdict='cannot run', why=f"{type(e).__name__}: {e}", seconds=time.perf_counter() - t0)
     why = r.fit['reason'] if r.fit else '; '.join(f"{l}: {p[0]}" for l, p in r.preflight.problems.items()) or r.error
     return dict(row, verdict=r.verdict, why=why, seconds=time.perf_counter() - t0, failed_layers=r.preflight.failed_layers)
@@ -147,13 +150,15 @@ def drill(runs, # the runs folder
           budget=None, # time for the whole drill: seconds, or '30m', '2h', ...; runs that would not fit are shortened
           seed:int=None, # the seed of the choice (printed; default: a random one)
           env:str='current', # where the reruns run: 'current', or 'locked' (a venv from each run's lock)
-          show_progress:bool=True) -> DrillReport:
+          show_progress:bool=True,
+          cpu:str=None) -> DrillReport: # a CPU model `qemu-x86_64` knows: the reruns run under it, emulated
     "Reproduce `sample` completed runs of `runs`, chosen at random over their ages, within `budget`; log each verdict."
     from fastprogress.fastprogress import progress_bar
     from fastrepro.seed import check_count
     check_count(sample, 'sample')
     if not Path(runs).is_dir(): raise NotADirectoryError(f"`runs` is not a folder: {runs}")
     if env not in ('current', 'locked'): raise ValueError(f"`env` must be 'current' or 'locked', got {env!r}")
+    if cpu is not None: check_emulation_host(); check_cpu_model(cpu, caller='drill')  # each run's own record is checked as it is drilled
     budget = None if budget is None else parse_duration(budget, 'budget')
     plan = plan_drill(runs, sample, None if older_than is None else parse_duration(older_than, 'older_than'), budget, seed)
     t0, rows, head = time.monotonic(), [], None
@@ -161,6 +166,6 @@ def drill(runs, # the runs folder
     for item in items:
         left = None if budget is None else budget - (time.monotonic() - t0)
         if show_progress: items.comment = f"{item['run_id']}" + ('' if left is None else f", {max(left, 0):.0f} s left")
-        rows.append(row := _drill_row(item, plan['seed'], left, env))
+        rows.append(row := _drill_row(item, plan['seed'], left, env, cpu))
         head = append_log(runs, row)['sha256']
     return DrillReport(plan['seed'], plan['eligible'], rows, head)

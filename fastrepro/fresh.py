@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from fastai.callback.core import Callback
 from fastai.callback.schedule import LRFinder
 from fastai.data.load import DataLoader
-from .numerics import check_numerics, numerics_env, numerics_state
+from .numerics import check_numerics, numerics_env, numerics_from_env, numerics_state, use_numerics
 from .emulate import emulated
 from .seed import strict_hint, purpose_seeds
 from .files import HOST, pid_alive
@@ -50,6 +50,7 @@ CHILD = "import sys; from fastrepro.fresh import child_main; child_main(*sys.arg
 def child_main(payload_path, # the payload's file
                out_path): # where `torch.save` writes what the job returned
     "In a fresh child: call the payload's job, and save what it returns (on rank 0 of several)."
+    if numerics_from_env() == 'portable': use_numerics('portable')  # from the child's first op; a stock child reads nothing yet, so the job may still turn it on
     job, kwargs = unpack_in_child(Path(payload_path).read_bytes())
     result = job(**kwargs)
     if int(os.environ.get('RANK', 0)) == 0: torch.save(result, out_path)

@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/numerics.html.md"""
 
 # %% ../nbs/00a_numerics.ipynb #67e0f4fa
 from __future__ import annotations
-import ctypes, os, platform, warnings
+import ctypes, functools, os, warnings
 from pathlib import Path
 import torch
 
@@ -46,6 +46,7 @@ def aten_capability() -> str:
 _MKL_BRANCHES = {1: 'AUTO', 2: 'AUTO', 3: 'COMPATIBLE', 4: 'SSE2', 6: 'SSSE3', 7: 'SSE4_1', 8: 'SSE4_2', 9: 'AVX', 10: 'AVX2',
                  12: 'AVX512', 14: 'AVX512_E1'}  # mkl_cbwr.h; 1 is "no branch set", which runs AUTO
 
+@functools.cache
 def _mkl_cbwr():
     "MKL's `mkl_cbwr_get` and `mkl_cbwr_set` in torch's own library, or None where torch links no MKL of its own."
     try:

@@ -14,11 +14,14 @@ from .files import read_blob
 from .capture import environment, hardware, allowed_var, git, patch_applies, restore_tree, replayed_vars
 from .manifest import load_manifest
 from .diff import diff_manifests, DiffReport
+from .numerics import numerics_env
+from .emulate import check_emulation_host, check_cpu_model, emulated
 
 # %% auto #0
-__all__ = ['PREFLIGHT_LAYERS', 'NOTEBOOK_RUNNER', 'EXIT_CODES', 'PreflightReport', 'find_repository', 'preflight', 'rerun_env',
-           'entry_command', 'compare_fit', 'pipeline_differences', 'sweep_fits', 'find_sweep', 'band_metric',
-           'band_values', 'judge_band', 'ReproductionReport', 'rerun_diff', 'reproduce']
+__all__ = ['PREFLIGHT_LAYERS', 'NOTEBOOK_RUNNER', 'EXIT_CODES', 'PreflightReport', 'find_repository', 'preflight',
+           'recorded_numerics', 'check_cpu_rerun', 'rerun_env', 'entry_command', 'compare_fit', 'pipeline_differences',
+           'sweep_fits', 'find_sweep', 'band_metric', 'band_values', 'judge_band', 'ReproductionReport', 'rerun_diff',
+           'reproduce']
 
 # %% ../nbs/25_reproduce.ipynb #37520242
 PREFLIGHT_LAYERS = ('entry', 'code', 'data', 'environment', 'hardware')
@@ -189,11 +192,28 @@ _NOT_INHERITED = ('FASTREPRO_RUNS', 'FASTREPRO_MLFLOW', 'FASTREPRO_DRILL_EPOCHS'
 # %% ../nbs/25_reproduce.ipynb #ec6f3151
 def _fit_position(m:dict) -> int: return (m.get('process') or {}).get('fit_position', 0)  # the n-th counted fit of its process
 
+# %% ../nbs/25_reproduce.ipynb #31c6e018
+def recorded_numerics(m:dict) -> str:
+    "The numerics run `m` asked for (`fastrepro.numerics`): 'portable' or 'stock' (a record from before they were recorded)."
+    return ((m.get('hardware') or {}).get('numerics') or {}).get('asked') or 'stock'
+
+def check_cpu_rerun(m:dict, cpu:str, caller:str='reproduce') -> str:
+    "`cpu` if this machine can emulate it and run `m` can be rerun, else an error that names `caller`, `cpu` and why: before anything runs."
+    check_emulation_host()
+    check_cpu_model(cpu, caller=caller)
+    e = (m.get('code') or {}).get('entry') or {}
+    if not e.get('replayable'):
+        raise ValueError(f"{caller}: `cpu` reruns run {m['run_id']} under an emulated {cpu}, but its record cannot be rerun: "
+                         f"{e.get('reason') or 'it does not record how the run was started'}")
+    return cpu
+
 # %% ../nbs/25_reproduce.ipynb #835b0591
-def rerun_env(m:dict, src:Path, runs:Path, epochs:int=None, environ=None) -> dict:
-    "The environment of the rerun of `m` from the worktree `src`, writing its manifests to `runs`."
+def rerun_env(m:dict, src:Path, runs:Path, epochs:int=None, environ=None, cpu:str=None) -> dict:
+    "The environment of the rerun of `m` from the worktree `src`, writing its manifests to `runs`, on the emulated `cpu` if given."
     env = {k: v for k, v in (os.environ if environ is None else environ).items() if not (allowed_var(k) or k in _NOT_INHERITED)}
     env.update(replayed_vars(m))
+    env.update(numerics_env(recorded_numerics(m)))  # set before the rerun's torch starts, as the run had it
+    if cpu is not None: env['FASTREPRO_EMULATED_CPU'] = cpu
     paths = [str(src), *([str(src/'src')] if (src/'src').is_dir() else []), *([env['PYTHONPATH']] if env.get('PYTHONPATH') else [])]
     env['PYTHONPATH'] = os.pathsep.join(paths)  # the recorded code first, a src/ layout's too
     env.update(FASTREPRO_RUNS=str(runs), FASTREPRO_MLFLOW='off')  # a check is not an experiment
@@ -327,8 +347,8 @@ EXIT_CODES = {'bitwise': 0, 'within band': 0, 'differs': 1, 'cannot run': 2}
 # %% ../nbs/25_reproduce.ipynb #ddf3d140
 class ReproductionReport:
     "What `reproduce` found: the preflight, the rerun, the verdict, and the diff of the record with the rerun's manifest."
-    def __init__(self, m:dict, path:Path, require:str, preflight:PreflightReport, epochs:int=None, sweep=None, metric:str=None):
-        self.m, self.path, self.require, self.preflight, self.epochs = m, Path(path), require, preflight, epochs
+    def __init__(self, m:dict, path:Path, require:str, preflight:PreflightReport, epochs:int=None, sweep=None, metric:str=None, cpu:str=None):
+        self.m, self.path, self.require, self.preflight, self.epochs, self.cpu = m, Path(path), require, preflight, epochs, cpu
         self.sweep, self.metric = sweep, metric  # with require='band': the sweep and the metric that judge a rerun that differs
         self.fit, self.new, self.diff, self.error, self.seconds, self.output = None, None, None, None, {}, ''
     @property
@@ -341,14 +361,15 @@ class ReproductionReport:
 def to_dict(self:ReproductionReport) -> dict:
     "The whole report, as `fastrepro reproduce --json` prints it."
     return dict(run_id=self.m['run_id'], manifest=str(self.path), verdict=self.verdict, exit_code=self.exit_code, require=self.require,
-                epochs=self.epochs, sweep=str(self.sweep.path or self.sweep.name) if self.sweep else None, preflight=self.preflight.to_dict(), fit=self.fit, error=self.error, seconds=self.seconds,
+                epochs=self.epochs, cpu=self.cpu, sweep=str(self.sweep.path or self.sweep.name) if self.sweep else None, preflight=self.preflight.to_dict(), fit=self.fit, error=self.error, seconds=self.seconds,
                 new_run_id=self.new['run_id'] if self.new else None,
                 diff=[dict(layer=l, field=f, old=o, new=n, matters=x) for l, f, o, n, x in self.diff or []])
 
 # %% ../nbs/25_reproduce.ipynb #0ebec916
 @patch
 def __str__(self:ReproductionReport):
-    lines = [f"{self.m['run_id']}: {self.verdict.upper()}" + (f" ({self.fit['reason']})" if self.fit else ''), "preflight:", str(self.preflight)]
+    on = f" on an emulated {self.cpu}" if self.cpu else ''
+    lines = [f"{self.m['run_id']}{on}: {self.verdict.upper()}" + (f" ({self.fit['reason']})" if self.fit else ''), "preflight:", str(self.preflight)]
     if self.error: lines.append(f"rerun: {self.error}")
     if self.diff is not None and self.verdict != 'bitwise': lines += ["what differs from the record:", str(self.diff)]
     if self.seconds: lines.append('took ' + ', '.join(f"{k} {v:.2f} s" for k, v in self.seconds.items()))
@@ -364,7 +385,8 @@ def _run_entry(r:ReproductionReport, runs:Path, python=None, timeout=None) -> li
         src, out = Path(d)/'src', Path(d)/'runs'
         try:
             _worktree(root, r.m, runs, src)
-            p = subprocess.Popen(entry_command(e, src, python), cwd=src/e['cwd'], env=rerun_env(r.m, src, out, r.epochs),
+            cmd = entry_command(e, src, python)
+            p = subprocess.Popen(cmd if r.cpu is None else emulated(r.cpu, cmd), cwd=src/e['cwd'], env=rerun_env(r.m, src, out, r.epochs, cpu=r.cpu),
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             try: r.output = p.communicate(timeout=timeout)[0][-4000:]
             except subprocess.TimeoutExpired: p.kill(); p.wait(); raise
@@ -376,7 +398,10 @@ def _run_entry(r:ReproductionReport, runs:Path, python=None, timeout=None) -> li
 def rerun_diff(m:dict, new:dict) -> DiffReport:
     "`diff_manifests(m, new)` without the variables the rerun of `m` set only to pin what `m` recorded."
     pinned = {f"env_vars.{k}": v for k, v in replayed_vars(m).items() if k not in m['env_vars']}
-    return DiffReport(d for d in diff_manifests(m, new) if not (d[1] in pinned and d[2] is None and d[3] == pinned[d[1]]))
+    full = diff_manifests(m, new)
+    out = DiffReport(d for d in full if not (d[1] in pinned and d[2] is None and d[3] == pinned[d[1]]))
+    out.notes = full.notes  # why some differences do not matter, or what a change of CPU did
+    return out
 
 # %% ../nbs/25_reproduce.ipynb #5500fe16
 def _rerun(r:ReproductionReport, runs:Path, python=None, timeout=None):
@@ -428,7 +453,8 @@ def reproduce(run, # a manifest's path
               metric:str=None, # with require='band': the metric judged (default: the run's first after its losses)
               repo=None, # the repository with the run's commit, if not where it was recorded
               python:str=None, # the interpreter of the rerun (default: this one)
-              timeout:float=None) -> ReproductionReport: # seconds for the rerun
+              timeout:float=None, # seconds for the rerun
+              cpu:str=None) -> ReproductionReport: # a CPU model `qemu-x86_64` knows: rerun under it, emulated (`fastrepro.emulate`)
     "Preflight every layer the run `run` records, rerun its entry at the recorded code in a fresh process, and compare."
     if require not in ('bitwise', 'band'): raise ValueError(f"`require` must be 'bitwise' or 'band', got {require!r}")
     if env not in ('current', 'locked'): raise ValueError(f"`env` must be 'current' or 'locked', got {env!r}")
@@ -436,6 +462,7 @@ def reproduce(run, # a manifest's path
     if epochs is not None: check_count(epochs, 'epochs')
     m = load_manifest(path := Path(run))
     if m['status'] != 'completed': raise ValueError(f"{path}: only a completed run can be reproduced; this one is {m['status']}")
+    if cpu is not None: check_cpu_rerun(m, cpu)
     if require == 'band': sweep, metric = _band_for(m, path.parent, sweep, metric, epochs)
     elif sweep is not None or metric is not None: raise ValueError("`sweep` and `metric` judge a band: pass them with require='band'")
     if env == 'current': pf = preflight(m, path.parent, repo, python)
@@ -444,7 +471,8 @@ def reproduce(run, # a manifest's path
         if pf.ok:
             python = _locked(m, path, lock, repo)
             preflight(m, path.parent, repo, python, ('environment', 'hardware'), pf)
-    r = ReproductionReport(m, path, require, pf, epochs, sweep, metric)
+    if cpu is not None: pf.note('hardware', f"the rerun runs on an emulated {cpu} ({recorded_numerics(m)} numerics recorded)")
+    r = ReproductionReport(m, path, require, pf, epochs, sweep, metric, cpu)
     r.seconds['preflight'] = r.preflight.seconds
     if r.preflight.ok: _rerun(r, path.parent, python, timeout)
     return r

@@ -22,7 +22,7 @@ case "${1:-}" in
       nbdev-test --n-workers 2 --timing --file-re "^($(echo "$changed" | sed 's/[.]/[.]/g' | paste -sd'|'))$"
     else echo "== no notebook changed since the last commit"; fi
     echo "== pytest -m 'not slow'"
-    exec pytest -q -rs -m "not slow" -n 2 --durations=10 tests ;;
+    exec pytest -q -rs -m "not slow and not cpu_matrix" -n 2 --durations=10 tests ;;
   *) echo "usage: bash tools/test.sh [--fast]" >&2; exit 2 ;;
 esac
 
@@ -37,7 +37,7 @@ start=$SECONDS
 nb_pid=$!
 echo "== pytest (and nbdev-test beside it; its output follows pytest's)"
 set +e
-pytest -q -rs --durations=25 -n 2 --dist loadfile $LONGEST_FIRST tests
+pytest -q -rs --durations=25 -n 2 --dist loadfile -m "not cpu_matrix" $LONGEST_FIRST tests
 py_rc=$?
 echo "-- pytest: $((SECONDS - start)) s"
 wait $nb_pid

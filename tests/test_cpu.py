@@ -1,0 +1,75 @@
+"""Portable numerics (issue 37): a run gives the same bits natively and on emulated CPUs (`qemu-x86_64`), and stock numerics,
+the negative control, does not. CI runs one row here, the tabular learner on an emulated AMD EPYC (the digits CNN on an
+emulated Nehalem, portable and stock, is `nbs/15_verify`'s). The matrix of applications and CPU models is marked
+`cpu_matrix`, which `tools/test.sh` leaves out (about 20 emulated runs of a minute each):
+
+    pytest -m cpu_matrix -n 0 -s tests/test_cpu.py
+"""
+import sys
+from concurrent.futures import ThreadPoolExecutor
+import pytest
+from apps import APPS
+
+CPUS = ('Nehalem', 'Haswell', 'EPYC')  # plain SSE4.2; AVX2 from Intel; AVX2 from AMD, whose CPUID sends MKL down its non-Intel path
+
+@pytest.fixture(scope='module')
+def two_at_a_time():
+    "The native run and an emulated one side by side, on the two cores."
+    import cloudpickle
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the children cannot import this test module
+    with ThreadPoolExecutor(2) as pool: yield pool
+
+def _digits(num_workers=0):
+    from fastai.vision.all import accuracy
+    from fastrepro.all import repro_learner, digits_dblock, digits_cnn, digits_path
+    return repro_learner(digits_dblock(every=3), digits_path(), seed=42, model=digits_cnn, num_workers=num_workers, metrics=accuracy)
+
+PIPELINES = {'digits': (_digits, lambda l: l.fit_one_cycle(1, 1e-2)),  # conv, BatchNorm, dropout, aug_transforms, Adam
+             'tabular': (lambda: APPS['tabular'].make(0), APPS['tabular'].fit),  # embeddings, BatchNorm, Categorify, Normalize
+             'collab': (lambda: APPS['collab'].make(0), APPS['collab'].fit)}  # embeddings, sigmoid range, weight decay
+
+def _cpu_check(name, cpus, numerics, pool):
+    from fastrepro.verify import verify_reproducible
+    make, fit = PIPELINES[name]
+    return verify_reproducible(make, fit, checks=('cpu',), cpus=cpus, numerics=numerics, executor=pool, show_progress=False)
+
+def _show(report):
+    report.show()
+    return {c: (r.identical, r.max_abs_diff) for c, r in report.comparisons.items()}
+
+def test_a_portable_tabular_run_is_bitwise_identical_on_an_emulated_amd_cpu(two_at_a_time):
+    r = _cpu_check('tabular', ('EPYC',), 'portable', two_at_a_time)
+    assert r.checks == {'cpu:EPYC': True}, _show(r)
+    native, epyc = r.runs
+    assert (native['numerics']['portable'], epyc['numerics']['portable']) == (True, True)
+    assert (native['cpu']['emulated'], epyc['cpu']['emulated'], epyc['cpu']['vendor']) == (None, 'EPYC', 'AuthenticAMD')
+    assert 'avx512f' not in epyc['cpu']['flags'] and 'avx2' in epyc['cpu']['flags']
+    assert epyc['manifests'][0]['hardware']['numerics']['mkl_branch'] == 'COMPATIBLE'  # the record says what was in force
+
+@pytest.mark.cpu_matrix
+@pytest.mark.parametrize('name', PIPELINES)
+def test_portable_runs_are_bitwise_identical_natively_and_on_every_emulated_cpu(name, two_at_a_time):
+    r = _cpu_check(name, CPUS, 'portable', two_at_a_time)
+    assert r.identical, _show(r)
+    assert all(run['numerics']['portable'] for run in r.runs)
+
+@pytest.mark.cpu_matrix
+@pytest.mark.parametrize('name', PIPELINES)
+def test_stock_runs_move_on_an_emulated_cpu(name, two_at_a_time):
+    "The negative control: without the mode, the same pipeline gives other bits on another CPU."
+    r = _cpu_check(name, ('Nehalem', 'Haswell'), 'stock', two_at_a_time)
+    assert r.checks == {'cpu:Nehalem': False, 'cpu:Haswell': False}, _show(r)
+    assert r.runs[0]['numerics']['capability'] == 'AVX512' or r.runs[0]['numerics']['capability'] == 'AVX2'
+
+@pytest.mark.cpu_matrix
+def test_find_divergence_names_where_stock_runs_on_two_cpus_part():
+    "A stock run natively and on an emulated Nehalem part at the first step: the initial weights already differ (`torch.randn`'s vectorised fill)."
+    import cloudpickle
+    from fastrepro.diverge import find_divergence
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    make, fit = PIPELINES['digits']
+    stock = find_divergence(make, fit, max_steps=2, cpus=(None, 'Nehalem'), numerics='stock')
+    print(stock)
+    assert not stock.identical and stock.global_step == 0
+    portable = find_divergence(make, fit, max_steps=2, cpus=(None, 'Nehalem'), numerics='portable')
+    assert portable.identical, str(portable)
