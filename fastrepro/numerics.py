@@ -42,7 +42,7 @@ def aten_capability() -> str:
     "The kernels ATen dispatches to in this process: `'AVX512'`, `'AVX2'` or `'DEFAULT'`. Fixed from the first op on; reading it is a first op."
     return torch.backends.cpu.get_cpu_capability()
 
-# %% ../nbs/00a_numerics.ipynb #aa17e936
+# %% ../nbs/00a_numerics.ipynb #c059c516
 _MKL_BRANCHES = {1: 'AUTO', 2: 'AUTO', 3: 'COMPATIBLE', 4: 'SSE2', 6: 'SSSE3', 7: 'SSE4_1', 8: 'SSE4_2', 9: 'AVX', 10: 'AVX2',
                  12: 'AVX512', 14: 'AVX512_E1'}  # mkl_cbwr.h; 1 is "no branch set", which runs AUTO
 
@@ -56,17 +56,19 @@ def _mkl_cbwr():
     get.argtypes = put.argtypes = [ctypes.c_int]
     return get, put
 
+# %% ../nbs/00a_numerics.ipynb #0fc683b3
 def mkl_branch() -> str|None:
     "MKL's code branch in force (`'AUTO'`, `'COMPATIBLE'`, ...), or None where torch has no MKL of its own."
     if (f := _mkl_cbwr()) is None: return None
     return _MKL_BRANCHES.get(f[0](1), f'unknown ({f[0](1)})')  # 1: MKL_CBWR_BRANCH
 
+# %% ../nbs/00a_numerics.ipynb #0186a3e8
 def _set_mkl_compatible() -> bool:
     "Put MKL on its COMPATIBLE branch; False when MKL has already run (its error -8, MODE_CHANGE_FAILURE)."
     f = _mkl_cbwr()
     return f is None or f[1](3) == 0  # 3: MKL_CBWR_COMPATIBLE
 
-# %% ../nbs/00a_numerics.ipynb #b2465cc5
+# %% ../nbs/00a_numerics.ipynb #8a4ba3e7
 def _portable_sqrt(x):
     if x.is_complex() or x.dtype == torch.float64: return torch.pow(x, 0.5)  # ATen's own sqrt kernel: float64's is exact
     dtype = x.dtype if x.is_floating_point() else torch.get_default_dtype()
@@ -75,6 +77,7 @@ def _portable_sqrt(x):
 def _portable_sqrt_(x): return x.copy_(_portable_sqrt(x))
 def _portable_sqrt_out(x, *, out): return out.resize_(x.shape).copy_(_portable_sqrt(x))
 
+# %% ../nbs/00a_numerics.ipynb #ad4efcd0
 _SQRT_ROUTE = None  # the torch.library registration, while portable mode is on
 
 def _route_sqrt(on:bool):
@@ -91,9 +94,10 @@ def _route_sqrt(on:bool):
 class NumericsWarning(UserWarning):
     "Portable numerics asked for where a component had already chosen its path: this process runs with what it chose."
 
-# %% ../nbs/00a_numerics.ipynb #d35a1f63
+# %% ../nbs/00a_numerics.ipynb #42795a79
 _MODE = None  # the mode `use_numerics` put in force; None: as the environment says
 _STOCK_SWITCHES = None  # torch's run-time switches as they were before portable mode changed them
+_STOCK_ENV = None  # the variables portable mode sets, as they were before: a user's `OMP_NUM_THREADS` comes back
 
 def _switches() -> dict:
     return dict(mkldnn=torch.backends.mkldnn.enabled, nnpack=torch._C._get_nnpack_enabled(), threads=torch.get_num_threads(),
@@ -105,16 +109,18 @@ def _set_switches(mkldnn, nnpack, threads, matmul_precision):
     torch.set_num_threads(threads)
     torch.set_float32_matmul_precision(matmul_precision)
 
-# %% ../nbs/00a_numerics.ipynb #9052f7c8
+# %% ../nbs/00a_numerics.ipynb #a94fcf2e
 def _too_late() -> list:
     "Pin the two components fixed at their first use; what had already chosen otherwise, in words."
+    global _STOCK_ENV
+    if _STOCK_ENV is None: _STOCK_ENV = {k: os.environ.get(k) for k in ('FASTREPRO_NUMERICS', *PORTABLE_ENV)}
     os.environ.update(PORTABLE_ENV)  # for this process's components not started yet, and for every child
     late = []
     if (cap := aten_capability()) != 'DEFAULT': late.append(f"ATen's CPU capability is {cap}, chosen at torch's first op")
     if not _set_mkl_compatible(): late.append(f"MKL's code branch is {mkl_branch()}, chosen when MKL first ran")
     return late
 
-# %% ../nbs/00a_numerics.ipynb #ec2c301d
+# %% ../nbs/00a_numerics.ipynb #9a8d6a8f
 def _portable_on():
     global _STOCK_SWITCHES
     late = _too_late()
@@ -127,11 +133,15 @@ def _portable_on():
                            "may depend on this CPU, and its manifest says so. Set FASTREPRO_NUMERICS=portable before starting "
                            "Python, or restart the kernel and turn the mode on before any torch op.", NumericsWarning, stacklevel=4)
 
+# %% ../nbs/00a_numerics.ipynb #e23d6329
 def _portable_off():
-    global _STOCK_SWITCHES
+    global _STOCK_SWITCHES, _STOCK_ENV
     if _STOCK_SWITCHES is not None: _set_switches(**_STOCK_SWITCHES); _STOCK_SWITCHES = None
     _route_sqrt(False)
-    for k in ('FASTREPRO_NUMERICS', *PORTABLE_ENV): os.environ.pop(k, None)  # children start stock
+    for k, v in (_STOCK_ENV or {}).items():  # children start as they did before: stock
+        if v is None or k == 'FASTREPRO_NUMERICS': os.environ.pop(k, None)
+        else: os.environ[k] = v
+    _STOCK_ENV = None
 
 # %% ../nbs/00a_numerics.ipynb #c4a18c9c
 def use_numerics(numerics:str|None=None) -> dict: # 'stock', 'portable', or None: as `FASTREPRO_NUMERICS` says

@@ -1,7 +1,7 @@
 """Portable numerics (issue 37): a run gives the same bits natively and on emulated CPUs (`qemu-x86_64`), and stock numerics,
-the negative control, does not. CI runs one row here, the tabular learner on an emulated AMD EPYC (the digits CNN on an
-emulated Nehalem, portable and stock, is `nbs/15_verify`'s). The matrix of applications and CPU models is marked
-`cpu_matrix`, which `tools/test.sh` leaves out (about 20 emulated runs of a minute each):
+the negative control, does not. Every test here is marked `cpu_matrix`, which `tools/test.sh` leaves out (about 20
+emulated runs of a minute each); CI's rows are the digits CNN on an emulated Nehalem, portable and stock, in
+`nbs/15_verify` (`verify_reproducible`) and `nbs/25_reproduce` (`reproduce(cpu=...)`):
 
     pytest -m cpu_matrix -n 0 -s tests/test_cpu.py
 """
@@ -37,6 +37,7 @@ def _show(report):
     report.show()
     return {c: (r.identical, r.max_abs_diff) for c, r in report.comparisons.items()}
 
+@pytest.mark.cpu_matrix
 def test_a_portable_tabular_run_is_bitwise_identical_on_an_emulated_amd_cpu(two_at_a_time):
     r = _cpu_check('tabular', ('EPYC',), 'portable', two_at_a_time)
     assert r.checks == {'cpu:EPYC': True}, _show(r)
