@@ -14,7 +14,6 @@ from .files import read_blob
 from .capture import environment, hardware, allowed_var, git, patch_applies, restore_tree, replayed_vars
 from .manifest import load_manifest
 from .diff import diff_manifests, DiffReport
-from .numerics import numerics_env
 from .emulate import check_emulation_host, check_cpu_model, emulated
 
 # %% auto #0
@@ -212,6 +211,7 @@ def rerun_env(m:dict, src:Path, runs:Path, epochs:int=None, environ=None, cpu:st
     "The environment of the rerun of `m` from the worktree `src`, writing its manifests to `runs`, on the emulated `cpu` if given."
     env = {k: v for k, v in (os.environ if environ is None else environ).items() if not (allowed_var(k) or k in _NOT_INHERITED)}
     env.update(replayed_vars(m))
+    from fastrepro.numerics import numerics_env  # in here: it imports torch, which this module does not need to import
     env.update(numerics_env(recorded_numerics(m)))  # set before the rerun's torch starts, as the run had it
     if cpu is not None: env['FASTREPRO_EMULATED_CPU'] = cpu
     paths = [str(src), *([str(src/'src')] if (src/'src').is_dir() else []), *([env['PYTHONPATH']] if env.get('PYTHONPATH') else [])]
