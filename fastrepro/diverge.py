@@ -14,7 +14,7 @@ from fastai.callback.core import Callback, CancelFitException
 from fastai.callback.schedule import LRFinder
 from .seed import is_count
 from .numerics import check_numerics
-from .emulate import check_emulation_host, check_cpu_model
+from .emulate import check_cpu_model
 from .bits import same_bits
 from .fresh import fresh_payload, run_fresh, fresh_tempdir
 from .checkpoint import ReproCheckpoint, parse_checkpoint_name
@@ -246,7 +246,6 @@ def _check_cpus(cpus) -> tuple|None:
     if cpus is None: return None
     if isinstance(cpus, str) or not isinstance(cpus, (tuple, list)) or len(cpus) != 2:
         raise ValueError(f"find_divergence: `cpus` must be (A's CPU, B's CPU), each a CPU model or None for this machine's, got {cpus!r}")
-    if any(c is not None for c in cpus): check_emulation_host()
     return tuple(None if c is None else check_cpu_model(c, name='cpus', caller='find_divergence') for c in cpus)
 
 def _check_find_args(fit, max_steps, checkpoint_every, what, every) -> tuple:

@@ -11,7 +11,7 @@ from pathlib import Path
 from .manifest import load_manifest
 from .reproduce import reproduce
 from .capture import cpu_info
-from .emulate import check_emulation_host, check_cpu_model
+from .emulate import check_cpu_model
 
 # %% auto #0
 __all__ = ['RERUN_OVERHEAD_S', 'GENESIS', 'DRILL_LOG', 'parse_duration', 'plan_drill', 'append_log', 'verify_log', 'DrillReport',
@@ -158,7 +158,7 @@ def drill(runs, # the runs folder
     check_count(sample, 'sample')
     if not Path(runs).is_dir(): raise NotADirectoryError(f"`runs` is not a folder: {runs}")
     if env not in ('current', 'locked'): raise ValueError(f"`env` must be 'current' or 'locked', got {env!r}")
-    if cpu is not None: check_emulation_host(); check_cpu_model(cpu, caller='drill')  # each run's own record is checked as it is drilled
+    if cpu is not None: check_cpu_model(cpu, caller='drill')  # each run's own record is checked as it is drilled
     budget = None if budget is None else parse_duration(budget, 'budget')
     plan = plan_drill(runs, sample, None if older_than is None else parse_duration(older_than, 'older_than'), budget, seed)
     t0, rows, head = time.monotonic(), [], None

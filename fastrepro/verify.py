@@ -12,10 +12,10 @@ from fastcore.basics import patch
 from fastprogress.fastprogress import progress_bar
 from .bits import same_bits, brief
 from .manifest import write_manifest
-from .diff import diff_manifests
+from .diff import diff_manifests, CPU_FIELDS
 from .fresh import run_once, fresh_payload, run_fresh
 from .numerics import check_numerics
-from .emulate import check_emulation_host, check_cpu_model
+from .emulate import check_cpu_model
 
 # %% auto #0
 __all__ = ['CHECKS', 'CPU_MODELS', 'ENV_LAYERS', 'CheckReport', 'ReproReport', 'environment_diff', 'metric_moves',
@@ -138,7 +138,7 @@ def _show_environment(self:ReproReport):
     d = self.environment_diff
     if d is None: return
     if any(c.startswith('cpu:') for c in self.comparisons):  # other CPUs are what the 'cpu' check asks for
-        cpu = [x for x in d if x[0].startswith(('hardware.cpu', 'hardware.numerics.capability'))]
+        cpu = [x for x in d if x[0].startswith((*CPU_FIELDS, 'hardware.numerics.capability'))]
         print("CPUs, as the 'cpu' check asks: " + '; '.join(f"{f}: {o} -> {brief(n, 60)}" for f, o, n in cpu))
         d = [x for x in d if x not in cpu]
     if not d: print("environment: the same packages, hardware and env vars in every run"); return
@@ -185,7 +185,6 @@ def _check_cpu_args(checks, cpus, fresh_process, numerics):
     if 'cpu' not in checks: return
     if not fresh_process: raise ValueError("verify_reproducible: the 'cpu' check runs emulated fresh processes: it needs fresh_process=True")
     if isinstance(cpus, str) or not cpus: raise ValueError(f"verify_reproducible: `cpus` must be a non-empty tuple of CPU models, got {cpus!r}")
-    check_emulation_host()
     for model in cpus: check_cpu_model(model, name='cpus', caller='verify_reproducible')
 
 def _check_args(make_learner, fit, runs, checks, fresh_process, executor):
