@@ -12,12 +12,13 @@ from fastcore.basics import noop, patch
 from fastai.callback.core import Callback, TrainEvalCallback, CancelFitException
 from fastai.callback.schedule import LRFinder
 from fastai.data.load import DataLoader
+from fastai.learner import Learner
 from .numerics import check_numerics, use_numerics
 from .seed import check_seed, check_deterministic, stream_seed, set_seed, rng_states, set_rng_states, NondeterministicOps
 from .data import reseed_dls, set_epoch, release_dls, keyed_loader
 from .elastic import ElasticStep, check_shards
 from .manifest import finish_manifest, write_manifest
-from .record import start_fit_manifest, end_fit_manifest, record_progress, recorded_epochs
+from .record import start_fit_manifest, end_fit_manifest, record_progress, recorded_epochs, write_metrics, remember_manifest, last_manifest
 
 # %% auto #0
 __all__ = ['REBUILD_MODES', 'AFTER_FIT_RAISED', 'PROGRESS_EVERY_S', 'DRILL_EPOCHS', 'DRILL_FIT', 'DRILL_STOP', 'ReproCallback',
@@ -38,15 +39,20 @@ class ReproCallback(Callback):
                  manifest:bool=True, # write a run manifest for every fit (see `fastrepro.manifest`)
                  runs_dir=None, # where manifests go: None is `$FASTREPRO_RUNS`, else `./runs`
                  shards:int=None, # the elastic mode: k shards per global batch, the same bits on any W dividing k (`fastrepro.elastic`)
-                 numerics:str=None): # 'portable': the same bits on any x86-64 CPU (`fastrepro.numerics`); None: `learn.repro_numerics`, else `FASTREPRO_NUMERICS`
+                 numerics:str=None, # 'portable': the same bits on any x86-64 CPU (`fastrepro.numerics`); None: `learn.repro_numerics`, else `FASTREPRO_NUMERICS`
+                 metrics_file=None): # after each counted fit, its last epoch's metrics go to this JSON file (`dvc metrics show` reads it)
         if seed is not None: check_seed(seed, caller='ReproCallback')
         if numerics is not None: use_numerics(check_numerics(numerics, caller='ReproCallback'))  # now: the earlier, the likelier in time
         if shards is not None: check_shards(shards)
         if rebuild not in REBUILD_MODES: raise ValueError(f"`rebuild` must be one of {REBUILD_MODES}, got {rebuild!r}")
         if deterministic is not None: check_deterministic(deterministic)
         self.seed, self.rebuild, self.deterministic, self.manifest, self.runs_dir, self.shards = seed, rebuild, deterministic, manifest, runs_dir, shards
-        self.numerics = numerics
-        self.active, self.run_manifest, self.nondet_ops, self.group = False, None, None, None
+        self.numerics, self.metrics_file, self.active = numerics, metrics_file, False
+        self._init_state()
+
+    # A fit's own state, kept out of a pickle (`learn.export`): what varies between processes (a clock), or holds a run's generators
+    _stateattrs = ('run_manifest', 'nondet_ops', 'group', 'written', 'callers_rng', 'evals', 'epochs')
+    def _init_state(self): self.run_manifest, self.nondet_ops, self.group = None, None, None
 
 # %% ../nbs/12_callback.ipynb #a3516619
 @patch
@@ -77,6 +83,7 @@ def before_fit(self:ReproCallback):
     self.kind = 'lr_find' if any(isinstance(cb, LRFinder) for cb in self.learn.cbs) else 'fit'
     if self.kind == 'fit' and self.rebuild == 'full': rebuild_dls(self.learn, self.fit_seed)
     canonical_state(self.learn)
+    _no_clock_in_pickle(self.learn)
     fit = f'lr_find:{self.fit_index}' if self.kind == 'lr_find' else self.fit_index
     self.learn.repro_record = set_seed(stream_seed(self.fit_seed, 'fit', fit), reproducible=True, deterministic=self._resolve('deterministic', 'warn'),
                                          numerics=self._resolve('numerics', None))
@@ -159,7 +166,7 @@ def before_train(self:ReproCallback):
         if self.learn.repro_record.warn_only: self.nondet_ops = NondeterministicOps().start()
         self.run_manifest = start_fit_manifest(self.learn, self.fit_seed, self.learn.repro_record.as_dict(), fit=self.fit_index, runs=self.runs_dir)
         self._extend(self.run_manifest)
-        self.learn.repro_manifest = end_fit_manifest(self.learn, self.run_manifest, None, self.runs_dir)  # status `running`
+        remember_manifest(self.learn, end_fit_manifest(self.learn, self.run_manifest, None, self.runs_dir))  # status `running`
         tell_manifest(self.learn, self.run_manifest, self.learn.repro_manifest)
         self.written = time.monotonic()
 
@@ -171,6 +178,17 @@ def tell_manifest(learn, m:dict, path):
         if listener is None: continue
         try: listener(cb, m, path)
         except Exception as e: warnings.warn(f"{type(cb).__name__}.after_manifest failed: {e!r}")
+
+# %% ../nbs/12_callback.ipynb #6ca20dbd
+@patch(as_prop=True)
+def repro_manifest(self:Learner):
+    "The manifest of the last fit `ReproCallback` counted on this learner, or None; kept beside the learner, so `learn.export` does not pickle it."
+    return last_manifest(self)
+
+def _no_clock_in_pickle(learn):
+    "Keep wall-clock time out of what `learn.export` pickles: the Recorder's epoch timer and last log line (fastai sets both at every epoch)."
+    rec = getattr(learn, 'recorder', None)
+    if rec is not None and 'start_epoch' not in rec._stateattrs: rec._stateattrs = (*rec._stateattrs, 'start_epoch', 'log')
 
 # %% ../nbs/12_callback.ipynb #8f76ead5
 def extend_manifest(learn, m:dict):
@@ -192,13 +210,15 @@ def after_fit(self:ReproCallback):
     if not self.active: return
     if self.__dict__.get('evals'): self._end_eval()
     elif self.kind == 'lr_find': self._close_fit()
-    elif self.run_manifest is not None: self.epochs = recorded_epochs(self.learn)  # before a later `after_fit` validates: that resets the Recorder
+    elif self.counted: self.epochs = recorded_epochs(self.learn)  # before a later `after_fit` validates: that resets the Recorder
 
 @patch
 def _close_fit(self:ReproCallback):
     _remove_guard(self.learn)
     if self.group is not None and self.kind != 'eval': self.group.after_fit(self.learn)  # on every rank: a collective
+    epochs = self.__dict__.get('epochs')  # `_end` clears it
     if self.run_manifest is not None: self._end(*self._ending())
+    if self.metrics_file and epochs and (self.group is None or self.group.rank == 0): write_metrics(epochs, self.metrics_file)
     self._leave()
 
 # %% ../nbs/12_callback.ipynb #fdca0731
@@ -235,7 +255,7 @@ def _end(self:ReproCallback, status, error=None):
     # warn-only counts what ran; strict mode would have raised at the first such op; with determinism off, nobody knows
     m['randomness']['nondeterministic_ops'] = ops.stop() if ops else ({} if self.learn.repro_record.deterministic_algorithms else None)
     epochs, self.epochs = self.__dict__.get('epochs'), None
-    self.learn.repro_manifest = end_fit_manifest(self.learn, m, status, self.runs_dir, error, epochs=epochs)
+    remember_manifest(self.learn, end_fit_manifest(self.learn, m, status, self.runs_dir, error, epochs=epochs))
     tell_manifest(self.learn, m, self.learn.repro_manifest)
 
 # %% ../nbs/12_callback.ipynb #841ea983
@@ -306,7 +326,7 @@ def _remove_guard(learn):
 def write_progress(self:ReproCallback, force:bool=False):
     "After an epoch, once the `Recorder` has its values: rewrite the `running` manifest, so a killed fit says how far it got."
     if self.run_manifest is None or not force and time.monotonic() - self.written < PROGRESS_EVERY_S: return  # epochs of milliseconds: not every one
-    try: self.learn.repro_manifest = record_progress(self.learn, self.run_manifest, self.runs_dir)
+    try: remember_manifest(self.learn, record_progress(self.learn, self.run_manifest, self.runs_dir))
     except OSError as e: warnings.warn(f"fastrepro could not record the fit's progress (training goes on): {e!r}")
     self.written = time.monotonic()
 

@@ -155,6 +155,14 @@ def _entry_line(c:dict) -> str:
     what = f"python -m {e['module']}" if e['kind'] == 'module' else f"python {e['path']}"
     return ' '.join([what, *e['argv']]) + f"  (in {e['cwd']})"
 
+# %% ../nbs/27_cli.ipynb #16402865
+def _dvc_line(v:dict) -> str:
+    "The DVC version of a run's data (`fastrepro.dvc`): each output's hash, tracking file and commit, and the remote."
+    if v.get('error'): return f"not recorded ({v['error']})"
+    commit = lambda o: f"commit {c[:12]}" if (c := v['tracking'][o].get('commit')) else 'not committed'
+    outs = '; '.join(f"{o} at {h[:12]} ({v['tracking'][o]['file']}, {commit(o)}{', DIRTY' if o in v['dirty'] else ''})" for o, h in v['outs'].items())
+    return outs + (f"; remote {r['name']} ({r['url']})" if (r := v.get('remote')) else '; no remote')
+
 # %% ../nbs/27_cli.ipynb #a7d4e0b2
 def _layer_lines(m):
     "One line for each layer of manifest `m` but the results."
@@ -162,6 +170,7 @@ def _layer_lines(m):
     splits = ', '.join(f"{k} {v['n']} ({v['sha256'][:12]})" for k, v in (data.get('splits') or {}).items())
     return [f"  randomness  {_randomness(m['randomness'])}",
             f"  data        {splits or data.get('error') or 'not recorded'}",
+            *([f"  dvc         {_dvc_line(data['dvc'])}"] if data.get('dvc') else []),
             f"  code        {_code_line(c)}",
             f"  entry       {_entry_line(c)}",
             f"  environment python {e.get('python')}, torch {e.get('torch')}, cuda {e.get('cuda')}, {len(e.get('packages', {}))} packages",

@@ -131,7 +131,7 @@ class DrillReport:
 
 # %% ../nbs/26_drill.ipynb #e3411312
 def _drill_row(item:dict, seed:int, left:float|None, env:str='current', cpu:str=None) -> dict:
-    "Reproduce one planned run (or skip it when the budget is spent); the audit log's record of it, with the CPU it ran on."
+    "Reproduce one planned run (or skip it when the budget is spent); the audit log's record of it, with the CPU it ran on and its data versions."
     from datetime import datetime, timezone
     row = dict(at=datetime.now(timezone.utc).isoformat(timespec='seconds'), run_id=item['run_id'], manifest=str(item['manifest']),
                epochs=item['epochs'], seed=seed, verdict='skipped', why='the budget was spent', seconds=0.0,
@@ -141,7 +141,8 @@ def _drill_row(item:dict, seed:int, left:float|None, env:str='current', cpu:str=
     try: r = reproduce(item['manifest'], env=env, epochs=item['epochs'], timeout=left, cpu=cpu)
     except Exception as e: return dict(row, verdict='cannot run', why=f"{type(e).__name__}: {e}", seconds=time.perf_counter() - t0)
     why = r.fit['reason'] if r.fit else '; '.join(f"{l}: {p[0]}" for l, p in r.preflight.problems.items()) or r.error
-    return dict(row, verdict=r.verdict, why=why, seconds=time.perf_counter() - t0, failed_layers=r.preflight.failed_layers)
+    return dict(row, verdict=r.verdict, why=why, seconds=time.perf_counter() - t0, failed_layers=r.preflight.failed_layers,
+                data=r.data)  # the DVC data versions restored for it (`fastrepro.dvc`); none: the working data
 
 # %% ../nbs/26_drill.ipynb #74c78eab
 def drill(runs, # the runs folder

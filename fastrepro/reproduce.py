@@ -27,7 +27,9 @@ PREFLIGHT_LAYERS = ('entry', 'code', 'data', 'environment', 'hardware')
 
 class PreflightReport:
     "Per layer, the problems that stop a rerun and the notes that do not."
-    def __init__(self): self.problems, self.notes, self.seconds, self.root, self.checked = {}, {}, 0., None, []
+    def __init__(self):
+        self.problems, self.notes, self.seconds, self.root, self.checked = {}, {}, 0., None, []
+        self.restore = None  # where a DVC-tracked run's data version comes back from (`fastrepro.dvc.locate_version`)
     def fail(self, layer:str, msg:str): self.problems.setdefault(layer, []).append(msg)
     def note(self, layer:str, msg:str): self.notes.setdefault(layer, []).append(msg)
     @property
@@ -113,16 +115,25 @@ def _added_files(root:Path, files:dict) -> list:
                   if p.is_file() and p.suffix in kinds and (f/p.name).as_posix() not in files)
 
 # %% ../nbs/25_reproduce.ipynb #3229a9ba
-def _check_data(m:dict, runs:Path, pf:PreflightReport):
+def _data_problems(root:Path, files:dict, added:bool=True) -> list:
+    "How the files under `root` differ from `files`, {relative path: sha256}: each file removed, changed or (if asked) added."
     from fastrepro.fingerprint import hash_files
-    d = m.get('data') or {}
-    if d.get('error') or not d.get('root'): pf.note('data', d.get('error') or "no files: the rerun's fingerprint checks the data"); return
-    root, files = Path(d['root']), _recorded_files(m, runs, pf)
     present = [r for r in files if (root/r).is_file()]
-    for r in sorted(set(files) - set(present)): pf.fail('data', f"removed: {root/r}")
-    for r, h in zip(present, hash_files([root/r for r in present])):
-        if h != files[r]: pf.fail('data', f"changed: {root/r}")
-    for p in _added_files(root, files): pf.fail('data', f"added: {p}")
+    out = [f"removed: {root/r}" for r in sorted(set(files) - set(present))]
+    out += [f"changed: {root/r}" for r, h in zip(present, hash_files([root/r for r in present])) if h != files[r]]
+    return out + ([f"added: {p}" for p in _added_files(root, files)] if added else [])
+
+def _check_data(m:dict, runs:Path, pf:PreflightReport):
+    d, why = m.get('data') or {}, []
+    if d.get('error') or not d.get('root'): pf.note('data', d.get('error') or "no files: the rerun's fingerprint checks the data"); return
+    if d.get('dvc'):  # a DVC version: restored into the rerun's tree when it can be (`fastrepro.dvc`)
+        from fastrepro.dvc import check_version, DataVersionError
+        try: pf.restore, why = check_version(m, runs, pf.root)
+        except DataVersionError as e: pf.fail('data', str(e)); return
+        for n in why if pf.restore else (): pf.note('data', n)
+        if pf.restore: return
+    problems = _data_problems(Path(d['root']), _recorded_files(m, runs, pf))
+    for p in problems + why: (pf.fail if problems else pf.note)('data', p)  # why the version could not come back: a failure when the data changed
 
 # %% ../nbs/25_reproduce.ipynb #80d67f50
 _STACK = ('python', 'implementation', 'torch', 'cuda', 'cudnn')
@@ -350,6 +361,7 @@ class ReproductionReport:
         self.m, self.path, self.require, self.preflight, self.epochs, self.cpu = m, Path(path), require, preflight, epochs, cpu
         self.sweep, self.metric = sweep, metric  # with require='band': the sweep and the metric that judge a rerun that differs
         self.fit, self.new, self.diff, self.error, self.seconds, self.output = None, None, None, None, {}, ''
+        self.data = []  # the DVC data versions restored into the rerun's tree, one line each
     @property
     def verdict(self) -> str: return 'cannot run' if not self.preflight.ok or self.fit is None else self.fit['verdict']
     @property
@@ -360,7 +372,7 @@ class ReproductionReport:
 def to_dict(self:ReproductionReport) -> dict:
     "The whole report, as `fastrepro reproduce --json` prints it."
     return dict(run_id=self.m['run_id'], manifest=str(self.path), verdict=self.verdict, exit_code=self.exit_code, require=self.require,
-                epochs=self.epochs, cpu=self.cpu, sweep=str(self.sweep.path or self.sweep.name) if self.sweep else None, preflight=self.preflight.to_dict(), fit=self.fit, error=self.error, seconds=self.seconds,
+                epochs=self.epochs, cpu=self.cpu, sweep=str(self.sweep.path or self.sweep.name) if self.sweep else None, preflight=self.preflight.to_dict(), data=self.data, fit=self.fit, error=self.error, seconds=self.seconds,
                 new_run_id=self.new['run_id'] if self.new else None,
                 diff=[dict(layer=l, field=f, old=o, new=n, matters=x) for l, f, o, n, x in self.diff or []])
 
@@ -384,6 +396,7 @@ def _run_entry(r:ReproductionReport, runs:Path, python=None, timeout=None) -> li
         src, out = Path(d)/'src', Path(d)/'runs'
         try:
             _worktree(root, r.m, runs, src)
+            if r.preflight.restore: r.data = _restore_data(r.m, runs, src, r.preflight.restore)
             cmd = entry_command(e, src, python)
             p = subprocess.Popen(cmd if r.cpu is None else emulated(r.cpu, cmd), cwd=src/e['cwd'], env=rerun_env(r.m, src, out, r.epochs, cpu=r.cpu),
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -392,6 +405,17 @@ def _run_entry(r:ReproductionReport, runs:Path, python=None, timeout=None) -> li
             r.returncode = p.returncode
             return _child_manifests(out, p.pid)
         finally: subprocess.run(['git', 'worktree', 'remove', '--force', str(src)], cwd=root, capture_output=True)
+
+# %% ../nbs/25_reproduce.ipynb #c4c56fa1
+def _restore_data(m:dict, runs:Path, src:Path, where:dict) -> list:
+    "Check run `m`'s DVC data version out into its tree `src` (`fastrepro.dvc`), then check its files against the run's fingerprint."
+    from fastrepro.dvc import restore_version, DataVersionError
+    d = m['data']
+    restored = restore_version(d['dvc'], src, where, m['code']['root'])
+    # every recorded file, with its hash; the version's other files were there in the run too (a pipeline may take a sample)
+    if bad := _data_problems(src/os.path.relpath(d['root'], m['code']['root']), _recorded_files(m, runs, PreflightReport()), added=False):
+        raise DataVersionError(f"the restored data does not match the run's fingerprint ({len(bad)} files): {bad[0]}")
+    return restored
 
 # %% ../nbs/25_reproduce.ipynb #8ff05a75
 def rerun_diff(m:dict, new:dict) -> DiffReport:
