@@ -37,3 +37,19 @@ def test_the_core_works_without_accelerate():
     assert r.returncode == 0, r.stderr
     assert 'imported []' in r.stdout and 'mlflow imported: False' in r.stdout
     assert "module: fastrepro.distributed needs Accelerate, on which fastai's distrib_ctx runs: pip install 'fastrepro[distributed]'" in r.stdout
+
+def test_the_core_works_without_dvc():
+    "dvc is imported only for data inside a DVC repository: a fit on other data records as before, and never imports it."
+    code = textwrap.dedent('''
+        import sys; sys.modules['dvc'] = sys.modules['dvc.repo'] = None  # as if it were not installed
+        from fastai.test_utils import synth_learner
+        from fastrepro.all import ReproCallback
+        from fastrepro.dvc import data_version
+        learn = synth_learner(cbs=ReproCallback(seed=1, manifest=False))
+        learn.fit(1)
+        print('dvc imported:', any(m.startswith('dvc') and sys.modules[m] is not None for m in sys.modules))
+        print('outside DVC:', data_version('.'))
+    ''')
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=HANG_S, cwd='/')
+    assert r.returncode == 0, r.stderr
+    assert 'dvc imported: False' in r.stdout and 'outside DVC: None' in r.stdout, r.stdout
