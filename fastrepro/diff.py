@@ -45,6 +45,18 @@ def diff_manifests(a:dict, b:dict, include_no_effect:bool=False) -> DiffReport:
                      f"in the elastic mode with the same {elastic['shards']} shards of {elastic['shard_size']}: the result is bitwise identical by design",)
     return _dvc_note(_cpu_note(out, fa, fb, portable), a, b)
 
+# %% ../nbs/06_diff.ipynb #0e87738e
+def _dvc_note(out:DiffReport, a:dict, b:dict) -> DiffReport:
+    "A note on each DVC output whose version changed between runs `a` and `b`: its tracking file, hashes and commits."
+    va, vb = (((m.get('data') or {}).get('dvc') or {}) for m in (a, b))
+    commit = lambda v, o: ((v.get('tracking') or {}).get(o) or {}).get('commit') or 'no commit'
+    for o in dict.fromkeys([*(va.get('outs') or {}), *(vb.get('outs') or {})]):
+        old, new = (va.get('outs') or {}).get(o), (vb.get('outs') or {}).get(o)
+        if old == new: continue
+        f = ((va.get('tracking') or vb.get('tracking') or {}).get(o) or {}).get('file')
+        out.notes = (*out.notes, f"the data is another DVC version: {o} ({f}) {str(old)[:12]} → {str(new)[:12]}, commit {commit(va, o)[:12]} → {commit(vb, o)[:12]}")
+    return out
+
 # %% ../nbs/06_diff.ipynb #1aff3426
 # `cublas_action` says what set_seed did (set or kept); what is in force is `cublas_workspace_config`, which is compared.
 NO_EFFECT = ('run_id', 'started_at', 'ended_at', 'duration_s', 'code.script', 'artifacts', 'randomness.set_seed.cublas_action',
@@ -85,18 +97,6 @@ def _cpu_note(out:DiffReport, fa:dict, fb:dict, portable:bool) -> DiffReport:
     elif (old := fa.get('hardware.numerics.capability')) != (new := fb.get('hardware.numerics.capability')) and old and new:
         out.notes = (*out.notes, f"ATen's CPU capability changed ({old} → {new}): torch and MKL ran other kernels, whose bits differ. "
                                  "numerics='portable' gives the same bits on any x86-64 CPU")
-    return out
-
-# %% ../nbs/06_diff.ipynb #0e87738e
-def _dvc_note(out:DiffReport, a:dict, b:dict) -> DiffReport:
-    "A note on each DVC output whose version changed between runs `a` and `b`: its tracking file, hashes and commits."
-    va, vb = (((m.get('data') or {}).get('dvc') or {}) for m in (a, b))
-    commit = lambda v, o: ((v.get('tracking') or {}).get(o) or {}).get('commit') or 'no commit'
-    for o in dict.fromkeys([*(va.get('outs') or {}), *(vb.get('outs') or {})]):
-        old, new = (va.get('outs') or {}).get(o), (vb.get('outs') or {}).get(o)
-        if old == new: continue
-        f = ((va.get('tracking') or vb.get('tracking') or {}).get(o) or {}).get('file')
-        out.notes = (*out.notes, f"the data is another DVC version: {o} ({f}) {str(old)[:12]} → {str(new)[:12]}, commit {commit(va, o)[:12]} → {commit(vb, o)[:12]}")
     return out
 
 # %% ../nbs/06_diff.ipynb #78bdd23a
