@@ -130,8 +130,9 @@ def _check_data(m:dict, runs:Path, pf:PreflightReport):
         from fastrepro.dvc import check_version, DataVersionError
         try: pf.restore, why = check_version(m, runs, pf.root)
         except DataVersionError as e: pf.fail('data', str(e)); return
-        for n in why if pf.restore else (): pf.note('data', n)
-        if pf.restore: return
+        if pf.restore:
+            for n in why: pf.note('data', n)
+            return
     problems = _data_problems(Path(d['root']), _recorded_files(m, runs, pf))
     for p in problems + why: (pf.fail if problems else pf.note)('data', p)  # why the version could not come back: a failure when the data changed
 
