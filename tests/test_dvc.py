@@ -140,3 +140,11 @@ def test_dirty_data_is_checked_as_before(fresh, monkeypatch):
     assert pf.ok and pf.restore is None and any('no version holds it' in n for n in pf.notes['data']), str(pf)
     one.write_bytes(one.read_bytes()[:-1])
     assert any(p.startswith('changed: ') for p in check(run).problems['data'])
+
+def test_a_stock_learners_items_are_recorded_too(project):
+    "No `repro_learner`, so no source: the DVC version is found from the DataLoaders' items (their common folder)."
+    from fastai.learner import Learner
+    from fastrepro.record import data_fingerprint
+    learn = Learner(digits_dblock().dataloaders(project/'data'/'digits', num_workers=0), digits_cnn())
+    fp = data_fingerprint(learn)
+    assert 'source' not in fp and fp['dvc']['outs'] == data_version(project/'data'/'digits')['outs'], fp.get('dvc')
