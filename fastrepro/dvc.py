@@ -163,7 +163,7 @@ def restore_version(dv:dict, # a manifest's `data.dvc`
 
 # %% ../nbs/07a_dvc.ipynb #158aa784
 def _in_run_tree(code:dict, path:str, repo, runs) -> bool:
-    "Whether `path` (relative to the repository) is in run's tree: its commit, its stored untracked files, or its stored patch."
+    "Whether `path` (relative to the repository) is in the run's tree: its commit, its stored untracked files, or its stored patch."
     if any(u['path'] == path for u in code.get('untracked') or []): return True
     if code.get('commit') and git('cat-file', '-e', f"{code['commit']}:{path}", cwd=repo) is not None: return True
     p = code.get('patch') or {}
