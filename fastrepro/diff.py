@@ -49,12 +49,13 @@ def diff_manifests(a:dict, b:dict, include_no_effect:bool=False) -> DiffReport:
 def _dvc_note(out:DiffReport, a:dict, b:dict) -> DiffReport:
     "A note on each DVC output whose version changed between runs `a` and `b`: its tracking file, hashes and commits."
     va, vb = (((m.get('data') or {}).get('dvc') or {}) for m in (a, b))
-    commit = lambda v, o: ((v.get('tracking') or {}).get(o) or {}).get('commit') or 'no commit'
+    track = lambda v, o: ((v.get('tracking') or {}).get(o) or {})
+    commit = lambda v, o: (track(v, o).get('commit') or 'no commit')[:12]
     for o in dict.fromkeys([*(va.get('outs') or {}), *(vb.get('outs') or {})]):
         old, new = (va.get('outs') or {}).get(o), (vb.get('outs') or {}).get(o)
         if old == new: continue
-        f = ((va.get('tracking') or vb.get('tracking') or {}).get(o) or {}).get('file')
-        out.notes = (*out.notes, f"the data is another DVC version: {o} ({f}) {str(old)[:12]} → {str(new)[:12]}, commit {commit(va, o)[:12]} → {commit(vb, o)[:12]}")
+        f = (track(va, o) or track(vb, o)).get('file')
+        out.notes = (*out.notes, f"the data is another DVC version: {o} ({f}) {str(old)[:12]} → {str(new)[:12]}, commit {commit(va, o)} → {commit(vb, o)}")
     return out
 
 # %% ../nbs/06_diff.ipynb #1aff3426

@@ -88,12 +88,15 @@ def _version_oids(md5:str, odbs:list) -> set|None:
     return None
 
 # %% ../nbs/07a_dvc.ipynb #37e5e640
+def _remote_name(repo, dv:dict) -> str|None:
+    "The remote recorded in `dv` if `repo` still has it, else today's default remote (None: no remote)."
+    name = (dv.get('remote') or {}).get('name')
+    return name if name in repo.config['remote'] else repo.config['core'].get('remote')
+
 def _remote(repo, dv:dict) -> tuple:
-    "(name, url, object store or None, why it cannot be searched) of the remote recorded in `dv`, else today's default remote."
-    names, name = repo.config['remote'], (dv.get('remote') or {}).get('name')
-    name = name if name in names else repo.config['core'].get('remote')
-    if not name: return None, None, None, "any remote (the repository has none)"
-    url, odb = strip_credentials(names[name].get('url')), repo.cloud.get_remote_odb(name)
+    "(name, url, object store or None, why it cannot be searched) of the remote `_remote_name` picks."
+    if not (name := _remote_name(repo, dv)): return None, None, None, "any remote (the repository has none)"
+    url, odb = strip_credentials(repo.config['remote'][name].get('url')), repo.cloud.get_remote_odb(name)
     try: odb.fs.info(odb.path)  # a folder that is gone, a server that does not answer
     except Exception as e: return name, url, None, f"remote {name!r} ({url}), which cannot be reached ({type(e).__name__}: {e})"
     return name, url, odb, None
@@ -130,7 +133,7 @@ def _link_store(dest:Path, repo, remote:str|None):
     from dvc.config import Config
     with Config(dvc_dir=str(dest/'.dvc')).edit('local') as conf:
         conf['core']['site_cache_dir'] = str(dest/'.dvc'/'tmp'/'site')  # not one more folder in /var/tmp/dvc per rerun: it goes with the tree
-        conf['cache'].update(dir=os.path.dirname(os.path.dirname(repo.cache.local.path)), type='copy')  # `<cache>/files/md5`
+        conf['cache'].update(dir=repo.cache.local_cache_dir, type='copy')
         if remote: conf['remote'][remote] = dict(repo.config['remote'][remote])  # a local path made absolute, credentials as the user has them
 
 # %% ../nbs/07a_dvc.ipynb #630ed8cb
@@ -152,7 +155,7 @@ def restore_version(dv:dict, # a manifest's `data.dvc`
     root, Repo = Path(dv['root']), dvc_repo(caller)
     dest = Path(tree)/_rel(root, repo_root)
     with Repo(root) as repo:
-        remote = _remote(repo, dv)[0] if 'remote' in where.values() else None
+        remote = _remote_name(repo, dv) if 'remote' in where.values() else None  # `locate_version` found it reachable
         _link_store(dest, repo, remote)
     with Repo(dest) as wt:
         _check_tracking(wt, dv, caller)
