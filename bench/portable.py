@@ -1,6 +1,6 @@
-"""What `numerics='portable'` costs per training step, against stock numerics measured in the same run, for the digits CNN, a
-tabular model and resnet18, stock at 1 and 2 threads (the mode pins 1); then, for resnet18, each pin alone, to name the one
-that costs most. Each setting runs in a fresh interpreter: ATen and MKL fix their code path at their first use. A step is
+"""What `numerics='portable'` and `'portable-avx2'` cost per training step, against stock numerics measured in the same run,
+for the digits CNN, a tabular model and resnet18, stock at 1 and 2 threads (the modes pin 1); then, for resnet18, each pin
+alone, to name the one that costs most. Each setting runs in a fresh interpreter: ATen and MKL fix their code path at their first use. A step is
 forward, backward and fastai's Adam on a fixed batch; the figure is the median of `--steps` steps after 3 warm-up steps.
 
 Run: python bench/portable.py [--steps 20]
@@ -10,7 +10,8 @@ import argparse, json, os, statistics, subprocess, sys, time
 MODELS = {'digits CNN (64x3x16x16)': 'digits', 'tabular MLP (256x13, 200-100)': 'tabular', 'resnet18 (16x3x64x64)': 'resnet18'}
 # each pin alone, as an environment (read at start) or a run-time switch (applied in the child before the first op)
 ALONE = {'ATen capability default': ({'ATEN_CPU_CAPABILITY': 'default'}, None), 'MKL_CBWR=COMPATIBLE': ({'MKL_CBWR': 'COMPATIBLE'}, None),
-         'oneDNN off': ({}, 'mkldnn'), 'NNPACK off': ({}, 'nnpack'), 'sqrt routed': ({}, 'sqrt')}
+         'oneDNN off': ({}, 'mkldnn'), 'NNPACK off': ({}, 'nnpack'), 'sqrt routed': ({}, 'sqrt'),
+         'ATen capability avx2': ({'ATEN_CPU_CAPABILITY': 'avx2'}, None), 'oneDNN pinned to AVX2': ({'ONEDNN_MAX_CPU_ISA': 'AVX2'}, None)}
 
 def _model(name):
     import torch
@@ -27,7 +28,7 @@ def _model(name):
 def child(name, numerics, threads, switch, steps):
     import torch
     from fastrepro.numerics import use_numerics, _route_sqrt
-    if numerics == 'portable': use_numerics('portable')
+    if numerics != 'stock': use_numerics(numerics)
     else: torch.set_num_threads(threads)
     if switch == 'mkldnn': torch.backends.mkldnn.enabled = False
     if switch == 'nnpack': torch.backends.nnpack.set_flags(False)
@@ -45,7 +46,8 @@ def child(name, numerics, threads, switch, steps):
                           capability=torch.backends.cpu.get_cpu_capability())))
 
 def run(name, numerics='stock', threads=1, env=None, switch=None, steps=20) -> dict:
-    e = {k: v for k, v in os.environ.items() if k not in ('FASTREPRO_NUMERICS', 'ATEN_CPU_CAPABILITY', 'MKL_CBWR', 'OMP_NUM_THREADS')}
+    from fastrepro.numerics import NUMERICS_VARS
+    e = {k: v for k, v in os.environ.items() if k not in ('FASTREPRO_NUMERICS', *NUMERICS_VARS)}
     r = subprocess.run([sys.executable, __file__, '--child', name, numerics, str(threads), switch or '-', str(steps)],
                        env={**e, **(env or {})}, capture_output=True, text=True)
     if r.returncode: raise RuntimeError(r.stderr[-2000:])
@@ -55,10 +57,12 @@ def main(steps=20):
     from fastrepro.capture import cpu_info
     import torch
     print(f"CPU: {cpu_info()['model']}, {os.cpu_count()} cores; torch {torch.__version__}; ms per training step, median of {steps}\n")
-    print(f"{'model':32s}{'stock 1 thr':>12s}{'stock 2 thr':>12s}{'portable':>10s}{'vs stock 1':>12s}{'vs stock 2':>12s}")
+    print(f"{'model':32s}{'stock 1 thr':>12s}{'stock 2 thr':>12s}{'portable':>10s}{'vs stock 1':>11s}{'vs stock 2':>11s}"
+          f"{'p-avx2':>9s}{'vs stock 1':>11s}{'vs stock 2':>11s}")
     for label, name in MODELS.items():
-        s1, s2, p = run(name, steps=steps), run(name, threads=2, steps=steps), run(name, 'portable', steps=steps)
-        print(f"{label:32s}{s1['ms']:12.1f}{s2['ms']:12.1f}{p['ms']:10.1f}{p['ms']/s1['ms']:11.2f}x{p['ms']/s2['ms']:11.2f}x")
+        s1, s2 = run(name, steps=steps)['ms'], run(name, threads=2, steps=steps)['ms']
+        p, a = run(name, 'portable', steps=steps)['ms'], run(name, 'portable-avx2', steps=steps)['ms']
+        print(f"{label:32s}{s1:12.1f}{s2:12.1f}{p:10.1f}{p/s1:10.2f}x{p/s2:10.2f}x{a:9.1f}{a/s1:10.2f}x{a/s2:10.2f}x")
     print(f"\nresnet18, one thread, each pin alone against stock:")
     base = run('resnet18', steps=steps)['ms']
     for label, (env, switch) in ALONE.items():

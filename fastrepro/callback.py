@@ -39,7 +39,7 @@ class ReproCallback(Callback):
                  manifest:bool=True, # write a run manifest for every fit (see `fastrepro.manifest`)
                  runs_dir=None, # where manifests go: None is `$FASTREPRO_RUNS`, else `./runs`
                  shards:int=None, # the elastic mode: k shards per global batch, the same bits on any W dividing k (`fastrepro.elastic`)
-                 numerics:str=None, # 'portable': the same bits on any x86-64 CPU (`fastrepro.numerics`); None: `learn.repro_numerics`, else `FASTREPRO_NUMERICS`
+                 numerics:str=None, # 'portable' or 'portable-avx2': the same bits on any x86-64 CPU, or any with AVX2 (`fastrepro.numerics`); None: `learn.repro_numerics`, else `FASTREPRO_NUMERICS`
                  metrics_file=None): # after each counted fit, its last epoch's metrics go to this JSON file (`dvc metrics show` reads it)
         if seed is not None: check_seed(seed, caller='ReproCallback')
         if numerics is not None: use_numerics(check_numerics(numerics, caller='ReproCallback'))  # now: the earlier, the likelier in time

@@ -9,14 +9,15 @@ from __future__ import annotations
 import functools, hashlib, json, os, platform, re, subprocess, sys, sysconfig, tempfile, warnings
 from importlib import metadata
 from pathlib import Path
+from .emulate import emulated
 from .files import put_blob, read_blob
 # torch is imported inside the functions that read its stack: `fastrepro show`, `diff` and `runs` import this module and no torch
 
 # %% auto #0
 __all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'CODE_LIMIT', 'LAUNCH_VARS', 'git', 'strip_credentials', 'package_source',
            'installed_packages', 'package_sources', 'torch_stack', 'platform_tag', 'environment', 'cpu_info',
-           'launcher', 'topology', 'hardware', 'redact', 'allowed_var', 'env_vars', 'script_path', 'entry_info',
-           'patch_applies', 'code_info', 'replayed_vars', 'restore_tree']
+           'emulated_cpu_info', 'check_emulated_numerics', 'launcher', 'topology', 'hardware', 'redact', 'allowed_var',
+           'env_vars', 'script_path', 'entry_info', 'patch_applies', 'code_info', 'replayed_vars', 'restore_tree']
 
 # %% ../nbs/04_capture.ipynb #01b7ea00
 def git(*args, cwd=None, text=True):
@@ -164,6 +165,25 @@ def _cpu_model():
             if line.startswith('model name'): return line.split(':', 1)[1].strip()
     except OSError: pass
     return platform.processor() or None
+
+# %% ../nbs/04_capture.ipynb #89cc2c40
+@functools.cache
+def emulated_cpu_info(model:str) -> dict:
+    "`cpu_info()` as the CPU `model`, emulated by `qemu-x86_64`, reports it."
+    code = "import json; from fastrepro.capture import cpu_info; print(json.dumps(cpu_info()))"
+    r = subprocess.run(emulated(model, [sys.executable, '-c', code]), capture_output=True, text=True)
+    if r.returncode: raise RuntimeError(f"reading an emulated {model}'s CPUID failed: {r.stderr[-1000:]}")
+    return json.loads(r.stdout)
+
+# %% ../nbs/04_capture.ipynb #adf94685
+def check_emulated_numerics(numerics:str, # one of `fastrepro.numerics.NUMERICS`
+                            model:str, # a CPU model `qemu-x86_64` knows
+                            caller:str=None) -> str:
+    "Return `model` if it can run `numerics`, else raise a `ValueError` that names `caller`: `'portable-avx2'` needs AVX2 and FMA."
+    if numerics == 'portable-avx2' and not {'avx2', 'fma'} <= set(emulated_cpu_info(model)['flags'] or ()):
+        raise ValueError(f"{f'{caller}: ' if caller else ''}numerics='portable-avx2' needs a CPU with AVX2 and FMA, and the emulated "
+                         f"{model} has no AVX2: use numerics='portable', or a model with AVX2 such as 'Haswell' or 'EPYC'")
+    return model
 
 # %% ../nbs/04_capture.ipynb #6c93d0a8
 def _ram_bytes():

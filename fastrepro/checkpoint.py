@@ -310,8 +310,8 @@ def numerics(learn) -> dict:
     "What a fit's bits depend on besides its state and data: torch's version, the device type, and on a CPU the intra-op thread count it trains with and whether portable numerics are in force."
     device = torch.device(getattr(learn.dls, 'device', None) or 'cpu').type  # the loaders': fastai moves the model there only as a fit starts
     threads = None if device != 'cpu' else ELASTIC_THREADS if fit_topology(learn)['shards'] else torch.get_num_threads()  # the mode pins its own
-    portable = numerics_state()['portable'] if device == 'cpu' else None  # `fastrepro.numerics`: the CPU's code paths, pinned or not
-    return dict(torch=torch.__version__, device=device, threads=threads, cpu_numerics=None if portable is None else 'portable' if portable else 'stock')
+    s = numerics_state() if device == 'cpu' else None  # `fastrepro.numerics`: the CPU's code paths, pinned or not
+    return dict(torch=torch.__version__, device=device, threads=threads, cpu_numerics=None if s is None else s['asked'] if s['portable'] else 'stock')
 
 def fit_topology(learn) -> dict:
     "The processes a fit runs on, and its elastic mode (`ReproCallback(shards=k)`), on which resuming elsewhere depends."

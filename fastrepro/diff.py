@@ -86,8 +86,9 @@ def _launch_only(field:str, old, new) -> bool:
 CPU_FIELDS = ('hardware.cpu', 'hardware.cpu_model')  # which CPU ran: no effect between two runs in portable numerics
 
 def _both_portable(a:dict, b:dict) -> bool:
-    "Both runs had portable numerics really in force (`fastrepro.numerics`): their bits do not depend on the CPU."
-    return all(((m.get('hardware') or {}).get('numerics') or {}).get('portable') is True for m in (a, b))
+    "Both runs had the same portable numerics really in force (`fastrepro.numerics`): their bits do not depend on the CPU."
+    na, nb = (((m.get('hardware') or {}).get('numerics') or {}) for m in (a, b))
+    return na.get('portable') is True and nb.get('portable') is True and na.get('asked') == nb.get('asked')
 
 def _cpu_note(out:DiffReport, fa:dict, fb:dict, portable:bool) -> DiffReport:
     "A note on a change of CPU: identical by design in portable numerics, else the capability named as the cause."
@@ -97,7 +98,7 @@ def _cpu_note(out:DiffReport, fa:dict, fb:dict, portable:bool) -> DiffReport:
                                  "the result is bitwise identical by design")
     elif (old := fa.get('hardware.numerics.capability')) != (new := fb.get('hardware.numerics.capability')) and old and new:
         out.notes = (*out.notes, f"ATen's CPU capability changed ({old} → {new}): torch and MKL ran other kernels, whose bits differ. "
-                                 "numerics='portable' gives the same bits on any x86-64 CPU")
+                                 "numerics='portable' gives the same bits on any x86-64 CPU, 'portable-avx2' on any with AVX2")
     return out
 
 # %% ../nbs/06_diff.ipynb #78bdd23a

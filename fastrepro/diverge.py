@@ -13,7 +13,8 @@ from fastcore.basics import patch
 from fastai.callback.core import Callback, CancelFitException
 from fastai.callback.schedule import LRFinder
 from .seed import is_count
-from .numerics import check_numerics
+from .numerics import check_numerics, numerics_from_env
+from .capture import check_emulated_numerics
 from .emulate import check_cpu_model
 from .bits import same_bits
 from .fresh import fresh_payload, run_fresh, fresh_tempdir
@@ -153,11 +154,12 @@ def find_divergence(a, # a trace (path or `Trace`), or `make_learner`: returns a
                     timeout:float=None, # seconds per fresh run
                     folder=None, # keep the traces here; None: a temporary folder, removed
                     cpus:tuple=None, # (A's CPU, B's CPU): a model `qemu-x86_64` emulates, or None for this machine's
-                    numerics:str=None) -> DivergenceReport: # both runs' numerics, 'stock' or 'portable'; None: this process's
+                    numerics:str=None) -> DivergenceReport: # both runs' numerics, one of `NUMERICS`; None: this process's
     "Where two runs part: compare traces `a` and `b`, or trace `fit(make_learner())` in two fresh processes and compare."
     if not callable(a): return compare_traces(a, b)
     what, every = _check_find_args(b, max_steps, checkpoint_every, what, every)
-    run = dict(cpus=_check_cpus(cpus), numerics=None if numerics is None else check_numerics(numerics, caller='find_divergence'))
+    numerics = None if numerics is None else check_numerics(numerics, caller='find_divergence')
+    run = dict(cpus=_check_cpus(cpus, numerics or numerics_from_env()), numerics=numerics)
     tmp = fresh_tempdir('diverge') if folder is None else None  # named after this process: removed even if it is killed
     folder = Path(tmp.name if tmp else folder); folder.mkdir(parents=True, exist_ok=True)
     try:
@@ -241,12 +243,13 @@ def _replay_to_divergence(light:DivergenceReport, make_learner, fit, folder:Path
     return full
 
 # %% ../nbs/22_diverge.ipynb #f459599a
-def _check_cpus(cpus) -> tuple|None:
-    "`cpus` as (A's, B's), each a CPU model this machine can emulate or None (this machine's), checked before anything runs."
+def _check_cpus(cpus, numerics:str) -> tuple|None:
+    "`cpus` as (A's, B's), each a CPU model this machine can emulate in `numerics` or None (this machine's), checked before anything runs."
     if cpus is None: return None
     if isinstance(cpus, str) or not isinstance(cpus, (tuple, list)) or len(cpus) != 2:
         raise ValueError(f"find_divergence: `cpus` must be (A's CPU, B's CPU), each a CPU model or None for this machine's, got {cpus!r}")
-    return tuple(None if c is None else check_cpu_model(c, name='cpus', caller='find_divergence') for c in cpus)
+    check = lambda c: check_emulated_numerics(numerics, check_cpu_model(c, name='cpus', caller='find_divergence'), caller='find_divergence')
+    return tuple(None if c is None else check(c) for c in cpus)
 
 def _check_find_args(fit, max_steps, checkpoint_every, what, every) -> tuple:
     "`find_divergence`'s arguments for fresh runs, checked; `what` and `every` as `TraceCallback` takes them."

@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from fastai.callback.core import Callback
 from fastai.callback.schedule import LRFinder
 from fastai.data.load import DataLoader
-from .numerics import check_numerics, numerics_env, numerics_from_env, numerics_state, use_numerics
+from .numerics import NUMERICS_VARS, check_numerics, numerics_env, numerics_from_env, numerics_state, use_numerics
 from .emulate import emulated
 from .seed import strict_hint, purpose_seeds
 from .files import HOST, pid_alive
@@ -50,7 +50,7 @@ CHILD = "import sys; from fastrepro.fresh import child_main; child_main(*sys.arg
 def child_main(payload_path, # the payload's file
                out_path): # where `torch.save` writes what the job returned
     "In a fresh child: call the payload's job, and save what it returns (on rank 0 of several)."
-    if numerics_from_env() == 'portable': use_numerics('portable')  # from the child's first op; a stock child reads nothing yet, so the job may still turn it on
+    if numerics_from_env() != 'stock': use_numerics()  # from the child's first op; a stock child reads nothing yet, so the job may still turn it on
     job, kwargs = unpack_in_child(Path(payload_path).read_bytes())
     result = job(**kwargs)
     if int(os.environ.get('RANK', 0)) == 0: torch.save(result, out_path)
@@ -64,7 +64,7 @@ def fresh_env(runs, # the fresh run's runs folder, where its manifests go
               cpu:str=None # the CPU model the child runs on, emulated (recorded in its manifests)
              ) -> dict:
     "The environment of a fresh run: the caller's without a launcher's variables, with `runs` as its runs folder, MLflow logging off, a hash seed of its own, and its numerics."
-    pins = {'FASTREPRO_NUMERICS', 'ATEN_CPU_CAPABILITY', 'MKL_CBWR'}  # the thread count stays the caller's: it is a setting of its own
+    pins = {'FASTREPRO_NUMERICS', *NUMERICS_VARS} - {'OMP_NUM_THREADS'}  # the thread count stays the caller's: a setting of its own
     drop = set(LAUNCH_VARS) | {'FASTREPRO_EMULATED_CPU'} | (pins if numerics is not None else set())
     env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith('TORCHELASTIC_')}
     if numerics is not None: env.update(numerics_env(numerics))
@@ -131,7 +131,7 @@ def run_fresh(payload:bytes, # from `fresh_payload`
               timeout:float=None, # seconds, else `subprocess.TimeoutExpired`
               tag:str=None, # names the run in errors; distinct tags keep caching executors from merging runs
               cpu:str=None, # a CPU model `qemu-x86_64` knows: the run is emulated on it (`fastrepro.emulate`)
-              numerics:str=None) -> dict: # 'stock' or 'portable', set before the child's torch starts; None: this process's
+              numerics:str=None) -> dict: # one of `NUMERICS`, set before the child's torch starts; None: this process's
     "Run `payload` in a fresh Python process; return its `fresh_fit` result, with the manifests it wrote as dicts."
     if numerics is not None: check_numerics(numerics, caller='run_fresh')
     with fresh_tempdir() as d:

@@ -57,7 +57,7 @@ def repro_learner(dblock, # a fastai DataBlock
                   dl_kwargs:dict=None, # more kwargs for `dblock.dataloaders`
                   mlflow=False, # log each fit to MLflow: True, a tracking URI, or an `MLflowReproCallback`
                   shards:int=None, # the elastic mode: k shards per global batch, the same bits on any number of processes dividing k
-                  numerics:str=None, # 'portable': the same bits on any x86-64 CPU (`fastrepro.numerics`); None: as `FASTREPRO_NUMERICS` says
+                  numerics:str=None, # 'portable' or 'portable-avx2': the same bits on any x86-64 CPU, or any with AVX2 (`fastrepro.numerics`); None: as `FASTREPRO_NUMERICS` says
                   **learner_kwargs): # passed to `learner_fn` (metrics, loss_func, ...)
     "Build DataLoaders and a Learner from `dblock` and `source`, seeded with keys of `seed`, with `ReproCallback` attached."
     _check_learner_args(seed, deterministic, learner_fn, arch, model, shards, numerics)

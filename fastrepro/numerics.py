@@ -1,4 +1,4 @@
-"""`numerics='portable'`: pin every component that picks its code path by the CPU it finds, so that a run gives the same bits on any x86-64 CPU.
+"""`numerics='portable'`: pin every component that picks its code path by the CPU it finds, so that a run gives the same bits on any x86-64 CPU; `'portable-avx2'`, faster, on any with AVX2.
 
 Docs: https://fastrepro.github.io/fastrepro/numerics.html.md"""
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import torch
 
 # %% auto #0
-__all__ = ['NUMERICS', 'PORTABLE_ENV', 'check_numerics', 'numerics_from_env', 'numerics_env', 'aten_capability', 'mkl_branch',
-           'NumericsWarning', 'use_numerics', 'numerics_state']
+__all__ = ['NUMERICS', 'PORTABLE_ENV', 'NUMERICS_VARS', 'check_numerics', 'numerics_from_env', 'numerics_env',
+           'check_numerics_cpu', 'aten_capability', 'mkl_branch', 'NumericsWarning', 'use_numerics', 'numerics_state']
 
 # %% ../nbs/00a_numerics.ipynb #8ce1faeb
-NUMERICS = ('stock', 'portable')
+NUMERICS = ('stock', 'portable', 'portable-avx2')
 
 # %% ../nbs/00a_numerics.ipynb #2f48075a
 def check_numerics(numerics, name:str='numerics', caller:str=None) -> str:
@@ -24,18 +24,29 @@ def check_numerics(numerics, name:str='numerics', caller:str=None) -> str:
     raise ValueError(f"{f'{caller}: ' if caller else ''}`{name}` must be one of {NUMERICS}, got {numerics!r}")
 
 # %% ../nbs/00a_numerics.ipynb #33c20135
-PORTABLE_ENV = {'ATEN_CPU_CAPABILITY': 'default', 'MKL_CBWR': 'COMPATIBLE', 'OMP_NUM_THREADS': '1'}  # read when torch, MKL and OpenMP start
+PORTABLE_ENV = {'portable': {'ATEN_CPU_CAPABILITY': 'default', 'MKL_CBWR': 'COMPATIBLE', 'OMP_NUM_THREADS': '1'},  # read when torch,
+                'portable-avx2': {'ATEN_CPU_CAPABILITY': 'avx2', 'MKL_CBWR': 'COMPATIBLE', 'ONEDNN_MAX_CPU_ISA': 'AVX2',  # MKL, oneDNN and
+                                  'OMP_NUM_THREADS': '1'}}  # OpenMP start
+NUMERICS_VARS = tuple(dict.fromkeys(k for env in PORTABLE_ENV.values() for k in env))  # every variable a level sets
 
 def numerics_from_env(environ=None) -> str:
     "The mode `FASTREPRO_NUMERICS` asks for (`'stock'` when unset)."
     return check_numerics((environ if environ is not None else os.environ).get('FASTREPRO_NUMERICS') or 'stock', name='FASTREPRO_NUMERICS')
 
 def numerics_env(numerics:str) -> dict:
-    "The environment variables that start a new process in `numerics`, before torch, MKL and OpenMP read theirs."
-    return {'FASTREPRO_NUMERICS': 'portable', **PORTABLE_ENV} if check_numerics(numerics) == 'portable' else {}
+    "The environment variables that start a new process in `numerics`, before torch, MKL, oneDNN and OpenMP read theirs."
+    return {} if check_numerics(numerics) == 'stock' else {'FASTREPRO_NUMERICS': numerics, **PORTABLE_ENV[numerics]}
 
 # %% ../nbs/00a_numerics.ipynb #8a2ec7bf
-if numerics_from_env() == 'portable': os.environ.update(PORTABLE_ENV)
+def check_numerics_cpu(numerics:str, caller:str=None) -> str:
+    "Return `numerics` if this CPU can run it, else raise a `ValueError`: `'portable-avx2'` needs AVX2 and FMA (x86-64-v3)."
+    if numerics == 'portable-avx2' and not torch.cpu._is_avx2_supported():
+        raise ValueError(f"{f'{caller}: ' if caller else ''}numerics='portable-avx2' needs a CPU with AVX2 and FMA (x86-64-v3: Intel "
+                         "from Haswell, AMD from Zen), and this one has no AVX2. Use numerics='portable', which runs on any x86-64 CPU")
+    return numerics
+
+# %% ../nbs/00a_numerics.ipynb #311e86c3
+if numerics_from_env() != 'stock': os.environ.update(PORTABLE_ENV[check_numerics_cpu(numerics_from_env(), caller='FASTREPRO_NUMERICS')])
 
 # %% ../nbs/00a_numerics.ipynb #ea1f3649
 def aten_capability() -> str:
@@ -110,27 +121,32 @@ def _set_switches(mkldnn, nnpack, threads, matmul_precision):
     torch.set_float32_matmul_precision(matmul_precision)
 
 # %% ../nbs/00a_numerics.ipynb #a94fcf2e
-def _too_late() -> list:
-    "Pin the two components fixed at their first use; what had already chosen otherwise, in words."
+def _set_level_env(level:str):
+    "Set `level`'s variables, for this process's components not started yet and for every child; keep the ones they replace."
     global _STOCK_ENV
-    if _STOCK_ENV is None: _STOCK_ENV = {k: os.environ.get(k) for k in ('FASTREPRO_NUMERICS', *PORTABLE_ENV)}
-    os.environ.update(PORTABLE_ENV)  # for this process's components not started yet, and for every child
-    late = []
-    if (cap := aten_capability()) != 'DEFAULT': late.append(f"ATen's CPU capability is {cap}, chosen at torch's first op")
+    if _STOCK_ENV is None: _STOCK_ENV = {k: os.environ.get(k) for k in ('FASTREPRO_NUMERICS', *NUMERICS_VARS)}
+    for k in set(NUMERICS_VARS) - set(PORTABLE_ENV[level]): os.environ.pop(k, None)  # another level's
+    os.environ.update(PORTABLE_ENV[level], FASTREPRO_NUMERICS=level)
+
+def _too_late(level:str) -> list:
+    "Pin the two components fixed at their first use; what had already chosen otherwise, in words."
+    _set_level_env(level)
+    late, want = [], PORTABLE_ENV[level]['ATEN_CPU_CAPABILITY'].upper()
+    if (cap := aten_capability()) != want: late.append(f"ATen's CPU capability is {cap}, chosen at torch's first op")
     if not _set_mkl_compatible(): late.append(f"MKL's code branch is {mkl_branch()}, chosen when MKL first ran")
     return late
 
 # %% ../nbs/00a_numerics.ipynb #9a8d6a8f
-def _portable_on():
+def _portable_on(level:str):
     global _STOCK_SWITCHES
-    late = _too_late()
+    late = _too_late(level)
     if _STOCK_SWITCHES is None: _STOCK_SWITCHES = _switches()
-    _set_switches(mkldnn=False, nnpack=False, threads=1, matmul_precision='highest')
+    _set_switches(mkldnn=level == 'portable-avx2', nnpack=False, threads=1, matmul_precision='highest')  # oneDNN pinned to AVX2, or off
     if hasattr(torch.backends.mkldnn, 'matmul'): torch.backends.mkldnn.matmul.fp32_precision = 'ieee'
     torch.set_flush_denormal(False)
     _route_sqrt(True)
-    if late: warnings.warn(f"numerics='portable' came too late in this process: {'; '.join(late)}. This process keeps them, so its bits "
-                           "may depend on this CPU, and its manifest says so. Set FASTREPRO_NUMERICS=portable before starting "
+    if late: warnings.warn(f"numerics={level!r} came too late in this process: {'; '.join(late)}. This process keeps them, so its bits "
+                           f"may depend on this CPU, and its manifest says so. Set FASTREPRO_NUMERICS={level} before starting "
                            "Python, or restart the kernel and turn the mode on before any torch op.", NumericsWarning, stacklevel=4)
 
 # %% ../nbs/00a_numerics.ipynb #e23d6329
@@ -144,12 +160,12 @@ def _portable_off():
     _STOCK_ENV = None
 
 # %% ../nbs/00a_numerics.ipynb #c4a18c9c
-def use_numerics(numerics:str|None=None) -> dict: # 'stock', 'portable', or None: as `FASTREPRO_NUMERICS` says
+def use_numerics(numerics:str|None=None) -> dict: # one of `NUMERICS`, or None: as `FASTREPRO_NUMERICS` says
     "Put `numerics` in force in this process and in the processes it starts; return `numerics_state()`. Warns where a component had already chosen."
     global _MODE
     mode = numerics_from_env() if numerics is None else check_numerics(numerics)
-    if mode == 'portable': _portable_on(); os.environ['FASTREPRO_NUMERICS'] = 'portable'
-    elif _MODE == 'portable': _portable_off()
+    if mode != 'stock': _portable_on(check_numerics_cpu(mode))
+    elif _MODE not in (None, 'stock'): _portable_off()
     _MODE = mode
     return numerics_state()
 
@@ -157,10 +173,13 @@ def use_numerics(numerics:str|None=None) -> dict: # 'stock', 'portable', or None
 def numerics_state() -> dict:
     "The numerics in force in this process: the mode asked for, and the path of each component that chooses by the CPU."
     asked = _MODE or numerics_from_env()
-    state = dict(asked=asked, capability=aten_capability(), mkl_branch=mkl_branch(), **_switches(), sqrt_routed=_SQRT_ROUTE is not None)
-    state['portable'] = asked == 'portable' and _is_portable(state)
+    state = dict(asked=asked, capability=aten_capability(), mkl_branch=mkl_branch(), **_switches(), sqrt_routed=_SQRT_ROUTE is not None,
+                 onednn_max_isa=os.environ.get('ONEDNN_MAX_CPU_ISA'))  # what oneDNN reads at its first op; it cannot be read back
+    state['portable'] = asked != 'stock' and _is_portable(state, asked)
     return state
 
-def _is_portable(s:dict) -> bool:
-    return (s['capability'] == 'DEFAULT' and s['mkl_branch'] in (None, 'COMPATIBLE') and not s['mkldnn'] and not s['nnpack']
+def _is_portable(s:dict, level:str) -> bool:
+    avx2 = level == 'portable-avx2'
+    return (s['capability'] == ('AVX2' if avx2 else 'DEFAULT') and s['mkl_branch'] in (None, 'COMPATIBLE') and not s['nnpack']
+            and (s['mkldnn'] and s['onednn_max_isa'] == 'AVX2' if avx2 else not s['mkldnn'])
             and s['threads'] == 1 and s['matmul_precision'] == 'highest' and s['sqrt_routed'])

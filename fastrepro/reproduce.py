@@ -11,7 +11,7 @@ from pathlib import Path
 from fastcore.basics import patch
 from .bits import same_bits
 from .files import read_blob
-from .capture import environment, hardware, allowed_var, git, patch_applies, restore_tree, replayed_vars
+from .capture import environment, hardware, allowed_var, git, patch_applies, restore_tree, replayed_vars, check_emulated_numerics
 from .manifest import load_manifest
 from .diff import diff_manifests, DiffReport
 from .emulate import check_cpu_model, emulated
@@ -205,12 +205,12 @@ def _fit_position(m:dict) -> int: return (m.get('process') or {}).get('fit_posit
 
 # %% ../nbs/25_reproduce.ipynb #31c6e018
 def recorded_numerics(m:dict) -> str:
-    "The numerics run `m` asked for (`fastrepro.numerics`): 'portable' or 'stock' (a record from before they were recorded)."
+    "The numerics run `m` asked for (`fastrepro.numerics`): one of `NUMERICS`, 'stock' for a record from before they were recorded."
     return ((m.get('hardware') or {}).get('numerics') or {}).get('asked') or 'stock'
 
 def check_cpu_rerun(m:dict, cpu:str, caller:str='reproduce') -> str:
     "`cpu` if this machine can emulate it and run `m` can be rerun, else an error that names `caller`, `cpu` and why: before anything runs."
-    check_cpu_model(cpu, caller=caller)
+    check_emulated_numerics(recorded_numerics(m), check_cpu_model(cpu, caller=caller), caller=caller)
     e = (m.get('code') or {}).get('entry') or {}
     if not e.get('replayable'):
         raise ValueError(f"{caller}: `cpu` reruns run {m['run_id']} under an emulated {cpu}, but its record cannot be rerun: "

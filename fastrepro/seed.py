@@ -155,7 +155,7 @@ def check_fastai_seed(s, name:str='s', caller:str='set_seed') -> int:
 def set_seed(s:int, # the seed: any int fastai's `set_seed` takes
              reproducible:bool=True, # fix cuDNN: `deterministic=True`, `benchmark=False` (fastai's meaning)
              deterministic:str|bool='warn', # False, 'warn', True or 'strict': torch's deterministic-algorithms mode
-             numerics:str=None): # 'stock' or 'portable' (the same bits on any x86-64 CPU); None: as `FASTREPRO_NUMERICS` says
+             numerics:str=None): # 'stock', 'portable' (the same bits on any x86-64 CPU) or 'portable-avx2' (on any with AVX2); None: as `FASTREPRO_NUMERICS` says
     "Seed Python, NumPy and torch (CPU and all CUDA devices), and set determinism and numerics modes; return a `SeedRecord`."
     s, mode = check_fastai_seed(s), check_deterministic(deterministic)
     if numerics is not None: check_numerics(numerics, caller='set_seed')

@@ -14,7 +14,8 @@ from .bits import same_bits, brief
 from .manifest import write_manifest
 from .diff import diff_manifests, CPU_FIELDS
 from .fresh import run_once, fresh_payload, run_fresh
-from .numerics import check_numerics
+from .numerics import check_numerics, numerics_from_env
+from .capture import check_emulated_numerics
 from .emulate import check_cpu_model
 
 # %% auto #0
@@ -185,7 +186,9 @@ def _check_cpu_args(checks, cpus, fresh_process, numerics):
     if 'cpu' not in checks: return
     if not fresh_process: raise ValueError("verify_reproducible: the 'cpu' check runs emulated fresh processes: it needs fresh_process=True")
     if isinstance(cpus, str) or not cpus: raise ValueError(f"verify_reproducible: `cpus` must be a non-empty tuple of CPU models, got {cpus!r}")
-    for model in cpus: check_cpu_model(model, name='cpus', caller='verify_reproducible')
+    for model in cpus:
+        check_cpu_model(model, name='cpus', caller='verify_reproducible')
+        check_emulated_numerics(numerics or numerics_from_env(), model, caller='verify_reproducible')
 
 def _check_args(make_learner, fit, runs, checks, fresh_process, executor):
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2: raise ValueError(f"`runs` must be an int >= 2, got {runs!r}")
@@ -207,7 +210,7 @@ def verify_reproducible(make_learner, # callable returning a Learner; for 'worke
                         executor:Executor=None, # runs the fresh runs, e.g. a Dask client's; None: one after the other, here
                         show_progress:bool=True, # a progress bar over the runs
                         cpus:tuple=CPU_MODELS, # for 'cpu': the CPU models to emulate with `qemu-x86_64`
-                        numerics:str=None) -> ReproReport: # the fresh runs' numerics, 'stock' or 'portable'; None: this process's
+                        numerics:str=None) -> ReproReport: # the fresh runs' numerics, one of `NUMERICS`; None: this process's
     "Run `fit(make_learner())` for each check, in fresh processes, and compare metrics and weights bitwise."
     _check_args(make_learner, fit, runs, checks, fresh_process, executor)
     _check_cpu_args(checks, cpus, fresh_process, numerics)

@@ -1,6 +1,6 @@
-"""Portable numerics (issue 37): a run gives the same bits natively and on emulated CPUs (`qemu-x86_64`), and stock numerics,
-the negative control, does not. Every test here is marked `cpu_matrix`, which `tools/test.sh` leaves out (about 20
-emulated runs of a minute each); CI's rows are the digits CNN on an emulated Nehalem, portable and stock, in
+"""Portable numerics (issue 37): a run gives the same bits natively and on emulated CPUs (`qemu-x86_64`), in `'portable'` on
+every model and in `'portable-avx2'` on those with AVX2, and stock numerics, the negative control, does not. Every test here
+is marked `cpu_matrix`, which `tools/test.sh` leaves out (about 30 emulated runs of a minute each); CI's rows are the digits CNN on an emulated Nehalem, portable and stock, in
 `nbs/15_verify` (`verify_reproducible`) and `nbs/25_reproduce` (`reproduce(cpu=...)`):
 
     pytest -m cpu_matrix -n 0 -s tests/test_cpu.py
@@ -11,6 +11,7 @@ import pytest
 from apps import APPS
 
 CPUS = ('Nehalem', 'Haswell', 'EPYC')  # plain SSE4.2; AVX2 from Intel; AVX2 from AMD, whose CPUID sends MKL down its non-Intel path
+LEVEL_CPUS = {'portable': CPUS, 'portable-avx2': CPUS[1:]}  # 'portable-avx2' needs AVX2
 
 @pytest.fixture(scope='module')
 def two_at_a_time():
@@ -48,11 +49,12 @@ def test_a_portable_tabular_run_is_bitwise_identical_on_an_emulated_amd_cpu(two_
     assert epyc['manifests'][0]['hardware']['numerics']['mkl_branch'] == 'COMPATIBLE'  # the record says what was in force
 
 @pytest.mark.cpu_matrix
+@pytest.mark.parametrize('level', LEVEL_CPUS)
 @pytest.mark.parametrize('name', PIPELINES)
-def test_portable_runs_are_bitwise_identical_natively_and_on_every_emulated_cpu(name, two_at_a_time):
-    r = _cpu_check(name, CPUS, 'portable', two_at_a_time)
+def test_portable_runs_are_bitwise_identical_natively_and_on_every_emulated_cpu(name, level, two_at_a_time):
+    r = _cpu_check(name, LEVEL_CPUS[level], level, two_at_a_time)
     assert r.identical, _show(r)
-    assert all(run['numerics']['portable'] for run in r.runs)
+    assert all(run['numerics']['portable'] and run['numerics']['asked'] == level for run in r.runs)
 
 @pytest.mark.cpu_matrix
 @pytest.mark.parametrize('name', PIPELINES)
