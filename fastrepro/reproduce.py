@@ -6,179 +6,20 @@ Docs: https://fastrepro.github.io/fastrepro/reproduce.html.md"""
 
 # %% ../nbs/25_reproduce.ipynb #48618569
 from __future__ import annotations
-import json, math, os, subprocess, sys, time
+import math, os, subprocess, sys, time
 from pathlib import Path
 from fastcore.basics import patch
 from .bits import same_bits
-from .files import read_blob
-from .capture import environment, hardware, allowed_var, git, patch_applies, restore_tree, replayed_vars, check_emulated_numerics
+from .capture import allowed_var, git, restore_tree, replayed_vars, check_emulated_numerics
 from .manifest import load_manifest
 from .diff import diff_manifests, DiffReport
+from .preflight import PreflightReport, preflight, recorded_files, data_problems
 from .emulate import check_cpu_model, emulated
 
 # %% auto #0
-__all__ = ['PREFLIGHT_LAYERS', 'NOTEBOOK_RUNNER', 'EXIT_CODES', 'PreflightReport', 'find_repository', 'preflight',
-           'recorded_numerics', 'check_cpu_rerun', 'rerun_env', 'entry_command', 'compare_fit', 'pipeline_differences',
-           'sweep_fits', 'find_sweep', 'band_metric', 'band_values', 'judge_band', 'ReproductionReport', 'rerun_diff',
-           'reproduce']
-
-# %% ../nbs/25_reproduce.ipynb #37520242
-PREFLIGHT_LAYERS = ('entry', 'code', 'data', 'environment', 'hardware')
-
-class PreflightReport:
-    "Per layer, the problems that stop a rerun and the notes that do not."
-    def __init__(self):
-        self.problems, self.notes, self.seconds, self.root, self.checked = {}, {}, 0., None, []
-        self.restore = None  # where a DVC-tracked run's data version comes back from (`fastrepro.dvc.locate_version`)
-    def fail(self, layer:str, msg:str): self.problems.setdefault(layer, []).append(msg)
-    def note(self, layer:str, msg:str): self.notes.setdefault(layer, []).append(msg)
-    @property
-    def ok(self) -> bool: return not self.problems
-
-# %% ../nbs/25_reproduce.ipynb #c69f1ead
-@patch(as_prop=True)
-def failed_layers(self:PreflightReport) -> list: return [l for l in PREFLIGHT_LAYERS if l in self.problems]
-
-@patch
-def to_dict(self:PreflightReport) -> dict: return dict(ok=self.ok, problems=self.problems, notes=self.notes, seconds=self.seconds)
-
-# %% ../nbs/25_reproduce.ipynb #6395f0e1
-@patch
-def __str__(self:PreflightReport):
-    lines = []
-    for layer in PREFLIGHT_LAYERS:
-        found = [f"FAIL {p}" for p in self.problems.get(layer, [])] + [f"note {n}" for n in self.notes.get(layer, [])]
-        lines += [f"  {layer:12s}{x}" for x in found or ['ok' if layer in self.checked else 'not checked']]
-    return '\n'.join(lines)
-
-# %% ../nbs/25_reproduce.ipynb #189facb2
-def _check_entry(m:dict, pf:PreflightReport):
-    e = (m.get('code') or {}).get('entry')
-    if not e: pf.fail('entry', f"the manifest (schema {m.get('schema_version')}) does not record how the run was started")
-    elif not e['replayable']: pf.fail('entry', f"not replayable: {e['reason']}")
-    elif e['kind'] == 'notebook' and not e.get('in_order'):
-        pf.note('entry', f"the notebook's cells ran in the order {e.get('cells')}, not top to bottom: the rerun runs them top to bottom")
-    elif os.path.isabs(e.get('path') or ''): pf.fail('entry', f"{e['path']} is outside the repository: git does not keep its code")
-    elif any('<redacted>' in a for a in e.get('argv') or []): pf.fail('entry', "an argument was a secret, redacted in the record: give it again by hand")
-
-# %% ../nbs/25_reproduce.ipynb #2ea7dc66
-def find_repository(m:dict, repo=None) -> Path|None:
-    "The repository holding the run's commit: `repo`, else the one the run was recorded in, else the working directory's."
-    commit = m['code'].get('commit')
-    for cand in (repo, m['code'].get('root'), os.getcwd()):
-        if cand is None or not Path(cand).is_dir(): continue
-        top = git('rev-parse', '--show-toplevel', cwd=cand)
-        if top and git('cat-file', '-e', f"{commit}^{{commit}}", cwd=top) is not None: return Path(top)
-    return None
-
-# %% ../nbs/25_reproduce.ipynb #d02140bb
-def _check_blobs(c:dict, runs:Path, root:Path, pf:PreflightReport):
-    "The stored patch applies to the commit; every untracked file's blob is there and intact."
-    if (p := c.get('patch')) and p.get('stored'):
-        try: ok = patch_applies(root, c['commit'], read_blob(runs, p['sha256']))
-        except (FileNotFoundError, ValueError) as e: pf.fail('code', str(e))
-        else:
-            if not ok: pf.fail('code', f"the stored patch no longer applies to {c['commit'][:12]}")
-    for u in c.get('untracked') or []:
-        try: read_blob(runs, u['sha256'])
-        except (FileNotFoundError, ValueError) as e: pf.fail('code', f"untracked file {u['path']}: {e}")
-
-# %% ../nbs/25_reproduce.ipynb #016b1ff5
-def _check_code(m:dict, runs:Path, pf:PreflightReport, repo=None) -> Path|None:
-    "The repository with the run's commit, if the code can be rebuilt from it and the stored blobs."
-    c = m['code']
-    if not c.get('commit'): pf.fail('code', "the run recorded no git commit: its code cannot be rebuilt"); return None
-    if (root := find_repository(m, repo)) is None:
-        unpushed = "; no remote had it when the run was recorded" if c.get('on_remote') is False else ''
-        pf.fail('code', f"commit {c['commit'][:12]} is in no repository here (recorded at {c.get('root')}){unpushed}"); return None
-    if c.get('dirty') and 'untracked' not in c: pf.fail('code', "the tree was dirty, and this manifest (before schema 1.1) did not store its patch")
-    if c.get('error'): pf.fail('code', c['error'])
-    for f in c.get('left_out') or []: pf.fail('code', f"{f} was left out of the record (too big, unreadable, or a secret): the rerun would lack it")
-    _check_blobs(c, runs, root, pf)
-    return root
-
-# %% ../nbs/25_reproduce.ipynb #adf4103a
-def _recorded_files(m:dict, runs:Path, pf:PreflightReport) -> dict:
-    "{relative path: sha256} of every split's listing stored with the run."
-    from fastrepro.fingerprint import parse_listing
-    files = {}
-    for name, s in ((m.get('data') or {}).get('splits') or {}).items():
-        try: files.update(parse_listing(read_blob(runs, s['sha256'])))
-        except FileNotFoundError: pf.note('data', f"no file listing of the {name} split: the rerun's fingerprint checks it")
-    return files
-
-# %% ../nbs/25_reproduce.ipynb #033682c4
-def _added_files(root:Path, files:dict) -> list:
-    "Files of a kind `files` has (their suffixes), in the folders that hold them, that `files` lacks."
-    kinds, folders = {Path(r).suffix for r in files}, {Path(r).parent for r in files}
-    return sorted(root/f/p.name for f in folders if (root/f).is_dir() for p in (root/f).iterdir()
-                  if p.is_file() and p.suffix in kinds and (f/p.name).as_posix() not in files)
-
-# %% ../nbs/25_reproduce.ipynb #3229a9ba
-def _data_problems(root:Path, files:dict, added:bool=True) -> list:
-    "How the files under `root` differ from `files`, {relative path: sha256}: each file removed, changed or (if asked) added."
-    from fastrepro.fingerprint import hash_files
-    present = [r for r in files if (root/r).is_file()]
-    out = [f"removed: {root/r}" for r in sorted(set(files) - set(present))]
-    out += [f"changed: {root/r}" for r, h in zip(present, hash_files([root/r for r in present])) if h != files[r]]
-    return out + ([f"added: {p}" for p in _added_files(root, files)] if added else [])
-
-def _check_data(m:dict, runs:Path, pf:PreflightReport):
-    d, why = m.get('data') or {}, []
-    if d.get('error') or not d.get('root'): pf.note('data', d.get('error') or "no files: the rerun's fingerprint checks the data"); return
-    if d.get('dvc'):  # a DVC version: restored into the rerun's tree when it can be (`fastrepro.dvc`)
-        from fastrepro.dvc import check_version, DataVersionError
-        try: pf.restore, why = check_version(m, runs, pf.root)
-        except DataVersionError as e: pf.fail('data', str(e)); return
-        if pf.restore:
-            for n in why: pf.note('data', n)
-            return
-    problems = _data_problems(Path(d['root']), _recorded_files(m, runs, pf))
-    for p in problems + why: (pf.fail if problems else pf.note)('data', p)  # why the version could not come back: a failure when the data changed
-
-# %% ../nbs/25_reproduce.ipynb #80d67f50
-_STACK = ('python', 'implementation', 'torch', 'cuda', 'cudnn')
-
-# %% ../nbs/25_reproduce.ipynb #da1ad5d0
-def _check_environment(m:dict, pf:PreflightReport, now:dict=None):
-    rec, now = m['environment'], now or environment()
-    for k in (k for k in _STACK if k in rec and rec[k] != now.get(k)): pf.fail('environment', f"{k} {rec[k]} recorded, {now.get(k)} here")
-    drop = lambda ps: {n: v for n, v in (ps or {}).items() if n != 'pip'}  # the installer, not the run's: a locked venv has none
-    have, had = drop(now.get('packages')), drop(rec.get('packages'))
-    for name in (n for n, v in had.items() if have.get(n) != v):
-        pf.fail('environment', f"{name} {had[name]} recorded, {have[name] + ' here' if name in have else 'not installed here'}")
-    if extra := sorted(set(have) - set(had)): pf.note('environment', f"installed here, not in the run: {', '.join(extra)}")
-    for k in (k for k in ('python_build', 'platform_tag') if rec.get(k) and rec[k] != now.get(k)):
-        pf.note('environment', f"{k}: {rec[k]} recorded, {now.get(k)} here")
-
-# %% ../nbs/25_reproduce.ipynb #b3ad1da0
-def _check_hardware(m:dict, pf:PreflightReport, now:dict=None):
-    rec, now = m['hardware'], now or hardware()
-    gpus = lambda h: [g['name'] for g in h.get('gpus') or []]
-    if gpus(rec) and not gpus(now): pf.fail('hardware', f"the run used {gpus(rec)}; there is no GPU here")
-    elif gpus(rec) != gpus(now): pf.note('hardware', f"GPUs {gpus(rec)} recorded, {gpus(now)} here")
-    if rec.get('cpu_model') != now.get('cpu_model'): pf.note('hardware', f"CPU {rec.get('cpu_model')} recorded, {now.get('cpu_model')} here")
-    if rec.get('threads') is None: pf.note('hardware', "no thread counts recorded (before schema 1.1): the rerun uses this machine's")
-    if (n := (rec.get('topology') or {}).get('world_size') or 1) > 1: pf.fail('hardware', f"a run of {n} processes: reproduce replays one process, not a launch")
-
-# %% ../nbs/25_reproduce.ipynb #d3ca1d54
-def preflight(m:dict, # the run's manifest
-              runs, # the runs folder it was loaded from: its `objects/` hold the patch, the untracked files and the data listings
-              repo=None, # the repository with the run's commit, if not where it was recorded
-              python:str=None, # the interpreter of the rerun (default: this one): its environment is checked
-              layers:tuple=PREFLIGHT_LAYERS, # the layers to check, of `PREFLIGHT_LAYERS`
-              pf:PreflightReport=None) -> PreflightReport: # a preflight to go on with (its other layers)
-    "Check every layer a rerun of `m` depends on, in this environment, before any compute."
-    if bad := [l for l in layers if l not in PREFLIGHT_LAYERS]: raise ValueError(f"`layers` must be of {PREFLIGHT_LAYERS}, got {bad}")
-    t0, pf = time.perf_counter(), pf or PreflightReport()
-    if 'entry' in layers: _check_entry(m, pf)
-    if 'code' in layers: pf.root = _check_code(m, Path(runs), pf, repo)
-    if 'data' in layers: _check_data(m, Path(runs), pf)
-    if 'environment' in layers: _check_environment(m, pf, None if python is None else _environment_of(python))
-    if 'hardware' in layers: _check_hardware(m, pf)
-    pf.checked += [l for l in layers if l not in pf.checked]
-    pf.seconds += time.perf_counter() - t0
-    return pf
+__all__ = ['NOTEBOOK_RUNNER', 'EXIT_CODES', 'recorded_numerics', 'check_cpu_rerun', 'rerun_env', 'entry_command', 'compare_fit',
+           'pipeline_differences', 'sweep_fits', 'find_sweep', 'band_metric', 'band_values', 'judge_band',
+           'ReproductionReport', 'rerun_diff', 'reproduce']
 
 # %% ../nbs/25_reproduce.ipynb #de72fa5f
 def _prune_ours(root:Path):
@@ -414,7 +255,7 @@ def _restore_data(m:dict, runs:Path, src:Path, where:dict) -> list:
     d = m['data']
     restored = restore_version(d['dvc'], src, where, m['code']['root'])
     # every recorded file, with its hash; the version's other files were there in the run too (a pipeline may take a sample)
-    if bad := _data_problems(src/os.path.relpath(d['root'], m['code']['root']), _recorded_files(m, runs, PreflightReport()), added=False):
+    if bad := data_problems(src/os.path.relpath(d['root'], m['code']['root']), recorded_files(m, runs, PreflightReport()), added=False):
         raise DataVersionError(f"the restored data does not match the run's fingerprint ({len(bad)} files): {bad[0]}")
     return restored
 
@@ -508,11 +349,3 @@ def _locked(m:dict, path:Path, lock=None, repo=None) -> str:
     folder = Path(lock) if lock is not None else path.parent.parent/f"lock-{m['run_id']}"
     if not folder.is_dir(): lock_run(path, folder, repo=repo)
     return str(locked_python(folder))
-
-# %% ../nbs/25_reproduce.ipynb #4cec24fa
-def _environment_of(python:str) -> dict:
-    "`environment()` as the interpreter `python` sees it."
-    code = "import json; from fastrepro.manifest import environment; print(json.dumps(environment()))"
-    r = subprocess.run([python, '-c', code], capture_output=True, text=True, timeout=300)
-    if r.returncode != 0: raise RuntimeError(f"{python} cannot report its environment: {r.stderr.strip()[-500:]}")
-    return json.loads(r.stdout.splitlines()[-1])

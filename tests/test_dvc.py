@@ -11,7 +11,7 @@ from fastrepro.examples import digits_path, digits_dblock, digits_cnn
 from fastrepro.learner import repro_learner
 from fastrepro.record import start_fit_manifest
 from fastrepro.manifest import finish_manifest, write_manifest, load_manifest
-from fastrepro.reproduce import preflight
+from fastrepro.preflight import preflight
 from fastrepro.dvc import data_version
 
 DVC = str(Path(sys.executable).parent/'dvc')
