@@ -1,7 +1,8 @@
 """What `numerics='portable'` and `'portable-avx2'` cost per training step, against stock numerics measured in the same run,
 for the digits CNN, a tabular model and resnet18, stock at 1 and 2 threads (the modes pin 1); then, for resnet18, each pin
-alone, to name the one that costs most. Each setting runs in a fresh interpreter: ATen and MKL fix their code path at their first use. A step is
-forward, backward and fastai's Adam on a fixed batch; the figure is the median of `--steps` steps after 3 warm-up steps.
+alone, to name the one that costs most. Each setting runs in a fresh interpreter: ATen, MKL and oneDNN fix their code path
+at their first use. A step is forward, backward and fastai's Adam on a fixed batch; the figure is the median of `--steps`
+steps after 3 warm-up steps.
 
 Run: python bench/portable.py [--steps 20]
 """

@@ -1,7 +1,8 @@
 """Portable numerics (issue 37): a run gives the same bits natively and on emulated CPUs (`qemu-x86_64`), in `'portable'` on
 every model and in `'portable-avx2'` on those with AVX2, and stock numerics, the negative control, does not. Every test here
-is marked `cpu_matrix`, which `tools/test.sh` leaves out (about 30 emulated runs of a minute each); CI's rows are the digits CNN on an emulated Nehalem, portable and stock, in
-`nbs/15_verify` (`verify_reproducible`) and `nbs/25_reproduce` (`reproduce(cpu=...)`):
+is marked `cpu_matrix`, which `tools/test.sh` leaves out (about 25 emulated runs of up to a minute each). CI's rows are the
+digits CNN on an emulated Nehalem, portable and stock, in `nbs/15_verify` (`verify_reproducible`) and `nbs/25_reproduce`
+(`reproduce(cpu=...)`), and `'portable-avx2'` in small in `nbs/00a_numerics`:
 
     pytest -m cpu_matrix -n 0 -s tests/test_cpu.py
 """
