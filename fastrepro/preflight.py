@@ -7,6 +7,7 @@ Docs: https://fastrepro.github.io/fastrepro/preflight.html.md"""
 # %% ../nbs/24a_preflight.ipynb #fac55607
 from __future__ import annotations
 import json, os, subprocess, time
+from datetime import datetime
 from pathlib import Path
 from fastcore.basics import patch
 from .files import read_blob
@@ -101,20 +102,22 @@ def recorded_files(m:dict, runs:Path, pf:PreflightReport) -> dict:
     return files
 
 # %% ../nbs/24a_preflight.ipynb #033682c4
-def _added_files(root:Path, files:dict) -> list:
-    "Files of a kind `files` has (their suffixes), in the folders that hold them, that `files` lacks."
+def _added_files(root:Path, files:dict, since:float=0.) -> list:
+    "Files of a kind `files` has (their suffixes), in the folders that hold them, that `files` lacks and that changed after `since` (a time stamp)."
     kinds, folders = {Path(r).suffix for r in files}, {Path(r).parent for r in files}
     return sorted(root/f/p.name for f in folders if (root/f).is_dir() for p in (root/f).iterdir()
-                  if p.is_file() and p.suffix in kinds and (f/p.name).as_posix() not in files)
+                  if p.is_file() and p.suffix in kinds and (f/p.name).as_posix() not in files and p.stat().st_ctime > since)
 
 # %% ../nbs/24a_preflight.ipynb #3229a9ba
-def data_problems(root:Path, files:dict, added:bool=True) -> list:
-    "How the files under `root` differ from `files`, {relative path: sha256}: each file removed, changed or (if asked) added."
+def data_problems(root:Path, # the data's folder
+                  files:dict, # {relative path: sha256}, as a run's listing records them
+                  added_since:float|None=0.) -> list: # name files added after this time stamp (a run's start); None: none
+    "How the files under `root` differ from `files`: each file removed, changed or added."
     from fastrepro.fingerprint import hash_files
     present = [r for r in files if (root/r).is_file()]
     out = [f"removed: {root/r}" for r in sorted(set(files) - set(present))]
     out += [f"changed: {root/r}" for r, h in zip(present, hash_files([root/r for r in present])) if h != files[r]]
-    return out + ([f"added: {p}" for p in _added_files(root, files)] if added else [])
+    return out + ([] if added_since is None else [f"added: {p}" for p in _added_files(root, files, added_since)])
 
 def _check_data(m:dict, runs:Path, pf:PreflightReport):
     d, why = m.get('data') or {}, []
@@ -126,7 +129,7 @@ def _check_data(m:dict, runs:Path, pf:PreflightReport):
         if pf.restore:
             for n in why: pf.note('data', n)
             return
-    problems = data_problems(Path(d['root']), recorded_files(m, runs, pf))
+    problems = data_problems(Path(d['root']), recorded_files(m, runs, pf), datetime.fromisoformat(m['started_at']).timestamp())
     for p in problems + why: (pf.fail if problems else pf.note)('data', p)  # why the version could not come back: a failure when the data changed
 
 # %% ../nbs/24a_preflight.ipynb #80d67f50

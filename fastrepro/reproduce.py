@@ -255,7 +255,7 @@ def _restore_data(m:dict, runs:Path, src:Path, where:dict) -> list:
     d = m['data']
     restored = restore_version(d['dvc'], src, where, m['code']['root'])
     # every recorded file, with its hash; the version's other files were there in the run too (a pipeline may take a sample)
-    if bad := data_problems(src/os.path.relpath(d['root'], m['code']['root']), recorded_files(m, runs, PreflightReport()), added=False):
+    if bad := data_problems(src/os.path.relpath(d['root'], m['code']['root']), recorded_files(m, runs, PreflightReport()), added_since=None):
         raise DataVersionError(f"the restored data does not match the run's fingerprint ({len(bad)} files): {bad[0]}")
     return restored
 

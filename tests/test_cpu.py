@@ -6,7 +6,8 @@ digits CNN on an emulated Nehalem, portable and stock, in `nbs/15_verify` (`veri
 
     pytest -m cpu_matrix -n 0 -s tests/test_cpu.py
 """
-import sys
+import json, os, subprocess, sys
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 import pytest
 from apps import APPS
@@ -77,3 +78,40 @@ def test_find_divergence_names_where_stock_runs_on_two_cpus_part():
     assert not stock.identical and stock.global_step == 0
     portable = find_divergence(make, fit, max_steps=2, cpus=(None, 'Nehalem'), numerics='portable')
     assert portable.identical, str(portable)
+
+def _git(repo, *a): subprocess.run(['git', '-c', 'user.email=t@fastrepro.dev', '-c', 'user.name=t', *a], cwd=repo, check=True, capture_output=True)
+
+@pytest.fixture(scope='module')
+def avx2_record(tmp_path_factory) -> Path:
+    "`python -m train` in a repository of its own, run natively in `'portable-avx2'`, as a user runs it: its manifest."
+    from fastrepro.examples import digits_path
+    tmp = tmp_path_factory.mktemp('avx2')
+    data, repo = digits_path(tmp/'digits'), tmp/'repo'
+    repo.mkdir()
+    (repo/'train.py').write_text("from fastai.vision.all import accuracy\nfrom fastrepro.all import repro_learner, digits_dblock, digits_cnn\n"
+                                 f"learn = repro_learner(digits_dblock(every=3), {str(data)!r}, seed=5, model=digits_cnn, num_workers=0, metrics=accuracy)\n"
+                                 "learn.fit_one_cycle(1, 1e-2)\n")
+    _git(repo, 'init', '-q'); _git(repo, 'add', '.'); _git(repo, 'commit', '-qm', 'a training script')
+    env = {k: v for k, v in os.environ.items() if k != 'PYTEST_CURRENT_TEST'}
+    subprocess.run([sys.executable, 'train.py'], cwd=repo, check=True, capture_output=True,
+                   env=dict(env, FASTREPRO_RUNS=str(tmp/'runs'), FASTREPRO_NUMERICS='portable-avx2'))
+    [record] = (tmp/'runs').glob('*.json')
+    return record
+
+@pytest.mark.cpu_matrix
+def test_a_portable_avx2_record_reproduces_bitwise_on_an_emulated_haswell_and_drills_on_an_emulated_epyc(avx2_record):
+    "The record's level is set before the rerun's torch starts, on another CPU: `reproduce --cpu` and `drill --cpu` end to end."
+    from fastrepro.manifest import load_manifest
+    from fastrepro.reproduce import reproduce
+    from fastrepro.drill import drill, verify_log, DRILL_LOG
+    m = load_manifest(avx2_record)
+    assert (m['hardware']['numerics']['asked'], m['hardware']['numerics']['portable']) == ('portable-avx2', True)
+    r = reproduce(avx2_record, cpu='Haswell')
+    assert (r.verdict, r.exit_code) == ('bitwise', 0), r
+    assert r.new['hardware']['cpu']['emulated'] == 'Haswell' and r.new['hardware']['numerics']['portable'] is True
+    d = drill(avx2_record.parent, sample=1, seed=0, show_progress=False, cpu='EPYC')
+    [row] = [json.loads(l) for l in (avx2_record.parent/DRILL_LOG).read_text().splitlines()]
+    assert (row['verdict'], row['cpu']) == ('bitwise', 'EPYC (emulated)'), d
+    assert verify_log(avx2_record.parent) == []
+    with pytest.raises(ValueError, match="numerics='portable-avx2' needs a CPU with AVX2 and FMA, and the emulated Nehalem"):
+        reproduce(avx2_record, cpu='Nehalem')  # refused before anything runs: torch's AVX2 kernels would stop it
