@@ -161,12 +161,21 @@ def test_sigkill_while_writing_leaves_no_broken_manifest(tmp_path, monkeypatch):
     write_manifest(new_manifest(seed=2), runs)
     assert [f for f in runs.iterdir() if f.suffix != '.json'] == []
 
+def _stacks(p) -> str:
+    "Where a hung child is: whether it still runs, what else holds its pipes, and every thread's Python stack (faulthandler, on SIGABRT)."
+    alive = p.poll() is None
+    kids = subprocess.run(['ps', '--ppid', str(p.pid), '-o', 'pid,stat,args'], capture_output=True, text=True).stdout
+    if alive: p.send_signal(signal.SIGABRT)
+    try: _, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired: err = '(its pipes stayed open after SIGABRT: a process it started holds them)'
+    return f"child {'still running' if alive else f'exited {p.returncode}'}; its children:\n{kids}\nits stderr:\n{err[-6000:]}"
+
 def test_interrupted_fit_is_recorded_as_cancelled(tmp_path):
     "Ctrl-C in the middle of a fit, in a fresh process: the manifest says cancelled, with the epochs that finished."
     from fastrepro.manifest import load_manifest
     runs = tmp_path/'runs'
     # SIGINT at its default: a shell's background job (`cmd &`) starts with it ignored, and Python then raises no KeyboardInterrupt
-    p = subprocess.Popen([sys.executable, str(JOB), 'forever'], env={**os.environ, 'FASTREPRO_RUNS': str(runs)},
+    p = subprocess.Popen([sys.executable, str(JOB), 'forever'], env={**os.environ, 'FASTREPRO_RUNS': str(runs), 'PYTHONFAULTHANDLER': '1'},
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 300
@@ -175,6 +184,7 @@ def test_interrupted_fit_is_recorded_as_cancelled(tmp_path):
     time.sleep(2)  # some epochs in
     p.send_signal(signal.SIGINT)
     try: _, err = p.communicate(timeout=HANG_S)
+    except subprocess.TimeoutExpired: pytest.fail(f"no exit {HANG_S} s after SIGINT: {_stacks(p)}")  # once in four CI runs on 2026-12-06
     finally: p.kill()  # never leave a fit running for the rest of the suite
     assert p.returncode != 0 and 'KeyboardInterrupt' in err, err[-2000:]
     [f] = runs.glob('*.json')
