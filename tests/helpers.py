@@ -13,6 +13,10 @@ from pathlib import Path
 # this long once; a healthy run never waits on it.
 HANG_S = 600
 
+def git(repo, *args):
+    "git `args` in `repo`, with an identity of its own for commits (a fresh machine has none); raises on failure."
+    subprocess.run(['git', '-c', 'user.email=t@fastrepro.dev', '-c', 'user.name=t', *args], cwd=repo, check=True, capture_output=True)
+
 def run_cli(*args, env:dict=None) -> subprocess.CompletedProcess:
     "`fastrepro ARGS` with the variables `env` set meanwhile: its exit code, standard output and standard error."
     from fastrepro.cli import main

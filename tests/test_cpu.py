@@ -11,6 +11,7 @@ from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 import pytest
 from apps import APPS
+from helpers import git
 
 CPUS = ('Nehalem', 'Haswell', 'EPYC')  # plain SSE4.2; AVX2 from Intel; AVX2 from AMD, whose CPUID sends MKL down its non-Intel path
 LEVEL_CPUS = {'portable': CPUS, 'portable-avx2': CPUS[1:]}  # 'portable-avx2' needs AVX2
@@ -79,8 +80,6 @@ def test_find_divergence_names_where_stock_runs_on_two_cpus_part():
     portable = find_divergence(make, fit, max_steps=2, cpus=(None, 'Nehalem'), numerics='portable')
     assert portable.identical, str(portable)
 
-def _git(repo, *a): subprocess.run(['git', '-c', 'user.email=t@fastrepro.dev', '-c', 'user.name=t', *a], cwd=repo, check=True, capture_output=True)
-
 @pytest.fixture(scope='module')
 def avx2_record(tmp_path_factory) -> Path:
     "`python -m train` in a repository of its own, run natively in `'portable-avx2'`, as a user runs it: its manifest."
@@ -91,7 +90,7 @@ def avx2_record(tmp_path_factory) -> Path:
     (repo/'train.py').write_text("from fastai.vision.all import accuracy\nfrom fastrepro.all import repro_learner, digits_dblock, digits_cnn\n"
                                  f"learn = repro_learner(digits_dblock(every=3), {str(data)!r}, seed=5, model=digits_cnn, num_workers=0, metrics=accuracy)\n"
                                  "learn.fit_one_cycle(1, 1e-2)\n")
-    _git(repo, 'init', '-q'); _git(repo, 'add', '.'); _git(repo, 'commit', '-qm', 'a training script')
+    git(repo, 'init', '-q'); git(repo, 'add', '.'); git(repo, 'commit', '-qm', 'a training script')
     env = {k: v for k, v in os.environ.items() if k != 'PYTEST_CURRENT_TEST'}
     subprocess.run([sys.executable, 'train.py'], cwd=repo, check=True, capture_output=True,
                    env=dict(env, FASTREPRO_RUNS=str(tmp/'runs'), FASTREPRO_NUMERICS='portable-avx2'))

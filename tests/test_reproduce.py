@@ -9,14 +9,13 @@ from fastrepro.manifest import load_manifest
 from fastrepro.capture import package_sources
 from fastrepro.reproduce import reproduce
 from fastrepro.lock import lock_run, locked_python, _uv
+from helpers import git
 
 pytestmark = pytest.mark.slow
 
 CELLS = ["from fastai.vision.all import accuracy\nfrom fastrepro.all import repro_learner, digits_dblock, digits_cnn",
          "learn = repro_learner(digits_dblock(), DATA, seed=3, model=digits_cnn, num_workers=0, metrics=accuracy)",
          "learn.fit_one_cycle(1, 1e-2)"]
-
-def git(repo, *a): subprocess.run(['git', '-c', 'user.email=t@fastrepro.dev', '-c', 'user.name=t', *a], cwd=repo, check=True, capture_output=True)
 
 @pytest.fixture(scope='module')
 def repo(tmp_path_factory):
