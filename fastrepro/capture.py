@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/capture.html.md"""
 
 # %% ../nbs/04_capture.ipynb #b6de16ae
 from __future__ import annotations
-import functools, hashlib, json, os, platform, re, subprocess, sys, sysconfig, tempfile, warnings
+import functools, hashlib, json, multiprocessing, os, platform, re, subprocess, sys, sysconfig, tempfile, warnings
 from importlib import metadata
 from pathlib import Path
 from .emulate import emulated
@@ -16,8 +16,9 @@ from .files import put_blob, read_blob
 # %% auto #0
 __all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'CODE_LIMIT', 'LAUNCH_VARS', 'git', 'strip_credentials', 'package_source',
            'installed_packages', 'package_sources', 'torch_stack', 'platform_tag', 'environment', 'cpu_info',
-           'emulated_cpu_info', 'check_emulated_numerics', 'launcher', 'topology', 'hardware', 'redact', 'allowed_var',
-           'env_vars', 'script_path', 'entry_info', 'patch_applies', 'code_info', 'replayed_vars', 'restore_tree']
+           'emulated_cpu_info', 'check_emulated_numerics', 'launcher', 'topology', 'start_method', 'hardware', 'redact',
+           'allowed_var', 'env_vars', 'script_path', 'entry_info', 'patch_applies', 'code_info', 'replayed_vars',
+           'restore_tree']
 
 # %% ../nbs/04_capture.ipynb #01b7ea00
 def git(*args, cwd=None, text=True):
@@ -205,6 +206,11 @@ def topology() -> dict:
     d = torch.distributed
     grouped = d.is_available() and d.is_initialized()
     return dict(world_size=d.get_world_size() if grouped else 1, backend=d.get_backend() if grouped else None, launcher=launcher())
+
+# %% ../nbs/04_capture.ipynb #b97c2263
+def start_method() -> str:
+    "How this process starts `multiprocessing` processes, DataLoader workers among them: the method set, else the platform's default, read without fixing it."
+    return multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_all_start_methods()[0]  # the first is the default
 
 # %% ../nbs/04_capture.ipynb #2f8e61b4
 def hardware() -> dict:

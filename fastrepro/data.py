@@ -7,6 +7,7 @@ Docs: https://fastrepro.github.io/fastrepro/data.html.md"""
 # %% ../nbs/07_data.ipynb #d2f87ef4
 from __future__ import annotations
 import itertools, numbers, os, random, warnings
+from multiprocessing.context import get_spawning_popen
 from copy import copy
 from pathlib import Path
 import torch
@@ -21,9 +22,9 @@ from fastai.torch_core import find_bs
 from .seed import stream_seed, check_seed, seed_all, seed_generators, rng_states, set_rng_states
 
 # %% auto #0
-__all__ = ['StreamKeys', 'cut_batch', 'join_batch', 'KeyedPipeline', 'KeyedStreams', 'reset_orders', 'KeyedDataset',
-           'KeyedSampler', 'KeyedTorchLoader', 'UnkeyedLoaderWarning', 'keyed_loader', 'reseed_dls', 'unwrap_loader',
-           'set_epoch', 'release_dls', 'loader_keying', 'SortedItems', 'sorted_dblock', 'DataRecipe']
+__all__ = ['StreamKeys', 'cut_batch', 'join_batch', 'KeyedPipeline', 'KeyedStreams', 'WorkerSeedGenerator', 'reset_orders',
+           'KeyedDataset', 'KeyedSampler', 'KeyedTorchLoader', 'UnkeyedLoaderWarning', 'keyed_loader', 'reseed_dls',
+           'unwrap_loader', 'set_epoch', 'release_dls', 'loader_keying', 'SortedItems', 'sorted_dblock', 'DataRecipe']
 
 # %% ../nbs/07_data.ipynb #416adcce
 class StreamKeys:
@@ -154,8 +155,20 @@ class KeyedStreams(StreamKeys):
         dl.repro_streams = self
 
     def __getstate__(self):
-        "Pickle (as `learn.export` does) without the loader and its dataset: only the keys' coordinates."
-        return {k: v for k, v in super().__getstate__().items() if k not in ('dl', '_before_iter', '_get_idxs', '_create_item', '_after_batch')}
+        "Pickled for a worker that spawn or forkserver starts: whole, hooks included. Otherwise (`learn.export`): only the keys' coordinates."
+        state = super().__getstate__()
+        if get_spawning_popen() is not None: return state  # multiprocessing is pickling a new process's arguments
+        return {k: v for k, v in state.items() if k not in ('dl', '_before_iter', '_get_idxs', '_create_item', '_after_batch')}
+
+# %% ../nbs/07_data.ipynb #74d15ee8
+class WorkerSeedGenerator(torch.Generator):
+    "A CPU `torch.Generator` that pickles its state as bytes, so that it reaches a process that spawn or forkserver starts."
+    def __reduce__(self): return _generator_with_state, (bytes(self.get_state().numpy()),)
+
+def _generator_with_state(state:bytes) -> WorkerSeedGenerator:
+    g = WorkerSeedGenerator()
+    g.set_state(torch.frombuffer(bytearray(state), dtype=torch.uint8))
+    return g
 
 # %% ../nbs/07_data.ipynb #e701a4b5
 @patch
@@ -163,7 +176,7 @@ def before_iter(self:KeyedStreams):
     self._before_iter()
     self.start_iter()
     self.dl.rng = random.Random(self.key('shuffle'))
-    self.dl.fake_l.generator = torch.Generator().manual_seed(self.key('workers'))
+    self.dl.fake_l.generator = WorkerSeedGenerator().manual_seed(self.key('workers'))
 
 # %% ../nbs/07_data.ipynb #ad562772
 @patch
@@ -259,7 +272,7 @@ class KeyedTorchLoader(TorchDataLoader):
     def __iter__(self):
         s = self.repro_streams
         s.start_iter()
-        self.generator = torch.Generator().manual_seed(s.key('workers'))
+        self.generator = WorkerSeedGenerator().manual_seed(s.key('workers'))
         for b in super().__iter__():
             if s.pinned: s.next_batch()  # the batch stream: `before_batch` callbacks and dropout
             else: s.give_back()          # items made in this process seeded the generators

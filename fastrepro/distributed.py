@@ -18,7 +18,7 @@ except (ImportError, NameError) as e:
     raise ImportError("fastrepro.distributed needs Accelerate, on which fastai's distrib_ctx runs: pip install 'fastrepro[distributed]'") from e
 from . import __version__
 from .seed import KEY_SCHEME, active_purpose_seeds
-from .data import KeyedStreams
+from .data import KeyedStreams, WorkerSeedGenerator
 from .fingerprint import hash_state_dict
 from .bits import brief
 from .record import data_fingerprint, unwrap_model
@@ -91,7 +91,7 @@ def before_iter(self:ReproDistributedDL):
     if streams.skipped and not self.drop_last:  # the padding would follow the skip, and hold other items than the uninterrupted pass's
         raise NotImplementedError("resuming inside an epoch under distributed training needs whole global batches: a training loader with drop_last=True")
     streams.rank, streams.world = self.rank, self.world_size  # a resumed pass skips whole global batches (`get_idxs`)
-    self.fake_l.generator = torch.Generator().manual_seed(streams.key('workers', 'rank', self.rank))
+    self.fake_l.generator = WorkerSeedGenerator().manual_seed(streams.key('workers', 'rank', self.rank))
 
 # %% ../nbs/10_distributed.ipynb #2367888d
 @patch

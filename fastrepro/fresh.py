@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/fresh.html.md"""
 
 # %% ../nbs/14_fresh.ipynb #75b36f84
 from __future__ import annotations
-import glob, json, os, pickle, shutil, subprocess, sys, tempfile
+import glob, json, multiprocessing, os, pickle, shutil, subprocess, sys, tempfile
 from pathlib import Path
 import cloudpickle, torch
 from fastcore.basics import patch
@@ -21,22 +21,29 @@ from .capture import LAUNCH_VARS, cpu_info
 from .manifest import runs_dir
 
 # %% auto #0
-__all__ = ['CHILD', 'HISTORY_CELLS', 'pack_for_child', 'unpack_in_child', 'child_main', 'fresh_env', 'child_command', 'run_child',
-           'launch', 'remove_stale_tempdirs', 'fresh_tempdir', 'FreshRunError', 'run_fresh', 'fresh_fit',
-           'fresh_payload', 'run_once', 'history_cells', 'RunRecorder']
+__all__ = ['CHILD', 'HISTORY_CELLS', 'pack_for_child', 'child_start_method', 'unpack_in_child', 'child_main', 'fresh_env',
+           'child_command', 'run_child', 'launch', 'remove_stale_tempdirs', 'fresh_tempdir', 'FreshRunError',
+           'run_fresh', 'fresh_fit', 'fresh_payload', 'run_once', 'history_cells', 'RunRecorder']
 
 # %% ../nbs/14_fresh.ipynb #7205085e
 def pack_for_child(job, # a function the child calls; what it returns, `torch.save` must write
                    **kwargs) -> bytes:
-    "`job` and its arguments cloudpickled, behind what a child needs to import the code they refer to: the parent's `sys.path` and working directory."
-    return pickle.dumps((dict(sys_path=list(sys.path), cwd=os.getcwd()), cloudpickle.dumps((job, kwargs))))
+    "`job` and its arguments cloudpickled, behind what a child needs to run them as this process would: the parent's `sys.path`, working directory and start method (if set)."
+    context = dict(sys_path=list(sys.path), cwd=os.getcwd(), start_method=multiprocessing.get_start_method(allow_none=True))
+    return pickle.dumps((context, cloudpickle.dumps((job, kwargs))))
+
+# %% ../nbs/14_fresh.ipynb #41171c43
+def child_start_method(asked:str|None) -> str|None:
+    "How a fresh child's workers start: as the parent asked (None: the child's default), except on an emulated CPU, where only fork keeps them on it."
+    return 'fork' if os.environ.get('FASTREPRO_EMULATED_CPU') else asked
 
 # %% ../nbs/14_fresh.ipynb #487d18b9
 def unpack_in_child(data:bytes) -> tuple:
-    "In a fresh child: take on the parent's `sys.path` and working directory, as multiprocessing's spawn does, then unpickle `(job, kwargs)`."
+    "In a fresh child: take on the parent's `sys.path`, working directory and start method, as multiprocessing's spawn does, then unpickle `(job, kwargs)`."
     context, inner = pickle.loads(data)  # a dict of str and a bytes: nothing of the user's is unpickled before the path is set
     sys.path[:] = context['sys_path']
     if os.path.isdir(context['cwd']): os.chdir(context['cwd'])  # an executor on another host may not have it
+    if (method := child_start_method(context.get('start_method'))) is not None: multiprocessing.set_start_method(method, force=True)
     try: return cloudpickle.loads(inner)
     except ModuleNotFoundError as e:
         raise ModuleNotFoundError(f"the fresh run cannot import module {e.name!r}, which the pickled `make_learner` or `fit` refers to: "

@@ -23,7 +23,7 @@ __all__ = ['SCHEMA_VERSION', 'LAYERS', 'REQUIRED', 'STATUSES', 'MANIFEST_SCHEMES
 # them, and starts in milliseconds
 
 # %% ../nbs/05_manifest.ipynb #341056c1
-SCHEMA_VERSION = '1.2'  # 1.1: the entry, the dirty tree's patch and files, package sources, threads, fit_position; 1.2: the data's DVC version
+SCHEMA_VERSION = '1.3'  # 1.1: the entry, the dirty tree's patch and files, package sources, threads, fit_position; 1.2: the data's DVC version; 1.3: the workers' start method
 LAYERS = ('data', 'code', 'environment', 'hardware', 'env_vars', 'randomness', 'hyperparameters', 'results')
 REQUIRED = ('schema_version', 'run_id', 'status', 'started_at', *LAYERS)
 STATUSES = ('running', 'completed', 'cancelled', 'failed', 'diverged', 'killed')

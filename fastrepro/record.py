@@ -15,7 +15,7 @@ from fastai.callback.schedule import ParamScheduler
 from fastai.callback.tracker import SaveModelCallback
 from .files import put_blob, atomic_write
 from .fingerprint import hash_file, hash_state_dict, fingerprint_dls, LISTINGS
-from .capture import code_info
+from .capture import code_info, start_method
 from .dvc import data_version
 from .manifest import new_manifest, finish_manifest, write_manifest, load_manifest, runs_dir, utc_now
 from .data import unwrap_loader, loader_keying
@@ -51,10 +51,12 @@ def _name(o): return getattr(o, '__name__', None) or type(o).__name__
 
 # %% ../nbs/08_record.ipynb #9c0f5b2a
 def _batching(dl) -> dict:
-    "Batch size and workers of a fastai loader (whose real worker count is on `fake_l`) or a PyTorch one."
+    "Batch size and workers of a fastai loader (whose real worker count is on `fake_l`) or a PyTorch one, and how its workers start."
     fake = getattr(dl, 'fake_l', None)
+    ctx = None if fake is not None else getattr(dl, 'multiprocessing_context', None)  # a PyTorch loader's own, if set
     return dict(bs=getattr(dl, 'bs', getattr(dl, 'batch_size', None)),
-                num_workers=fake.num_workers if fake is not None else getattr(dl, 'num_workers', None))
+                num_workers=fake.num_workers if fake is not None else getattr(dl, 'num_workers', None),
+                worker_start_method=(ctx and ctx.get_start_method(allow_none=True)) or start_method())
 
 # %% ../nbs/08_record.ipynb #b7182d73
 def unwrap_model(model):

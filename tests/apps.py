@@ -8,7 +8,7 @@ final weights and the per-epoch metrics of every counted fit.
 The data ships with Python and scikit-learn (nothing downloads): scikit-learn's digits as PNG folders (a subset),
 digit masks written next to them, standard-library docstrings as text, breast-cancer as a table, digits as ratings.
 
-    python tests/apps.py APP [APP ...] [--workers 0] [--history one_batch,validate|all] [--stock]
+    python tests/apps.py APP [APP ...] [--workers 0] [--start-method spawn] [--history one_batch,validate|all] [--stock]
     python tests/apps.py matrix [--part 0/2]
 
 prints one JSON line `{app: result}` (an app that raises gives `{"error": ...}` and the exit status is 1);
@@ -16,7 +16,7 @@ prints one JSON line `{app: result}` (an app that raises gives `{"error": ...}` 
 Results depend bitwise on torch's thread count: compare runs made with the same `OMP_NUM_THREADS`.
 """
 from __future__ import annotations
-import argparse, atexit, contextlib, hashlib, importlib, inspect, json, os, shutil, sys, tempfile, time, traceback
+import argparse, atexit, contextlib, hashlib, importlib, inspect, json, multiprocessing, os, shutil, sys, tempfile, time, traceback
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -31,6 +31,8 @@ from fastai.vision.all import (DataBlock, ImageBlock, MaskBlock, CategoryBlock, 
 from fastrepro.callback import ReproCallback
 from fastrepro.examples import data_dir, digits_path, digits_dblock, digits_cnn
 from fastrepro.fresh import RunRecorder, HISTORY_CELLS
+sys.path.insert(0, str(Path(__file__).parent))  # as a script, and under pytest
+from helpers import start_method
 
 SEED = 42
 N_DIGITS = 200  # the digit images the vision apps use: indices < 200, 160 train and 40 valid (every 5th is valid)
@@ -385,14 +387,16 @@ def digits_mlp(): return nn.Sequential(nn.Flatten(), nn.Linear(64, 64), nn.ReLU(
 
 @_app('plain_torch', lambda l: l.fit_one_cycle(2, 1e-2), history=('validate', 'lr_find'))
 def make_plain_torch(workers:int, repro:bool=True):
-    "Learner(DataLoaders(torch DataLoader x2)) over a Dataset with random shift+noise per item (torch global RNG); an MLP."
+    "Learner(DataLoaders(torch DataLoader x2, persistent workers)) over a Dataset with random shift+noise per item (torch global RNG); an MLP."
     from sklearn.datasets import load_digits
     cbs = _start(repro)
     d = load_digits()
     idx = np.arange(500)
     trn, val = idx[idx % 5 != 0], idx[idx % 5 == 0]
-    tdl = torch.utils.data.DataLoader(NoisyDigits(d.data[trn], d.target[trn]), batch_size=32, shuffle=True, num_workers=workers)
-    vdl = torch.utils.data.DataLoader(NoisyDigits(d.data[val], d.target[val]), batch_size=64, shuffle=False, num_workers=workers)
+    # persistent workers, when there are any: PyTorch keeps them from one epoch to the next (fastai's loaders start theirs afresh)
+    kw = dict(num_workers=workers, persistent_workers=workers > 0)
+    tdl = torch.utils.data.DataLoader(NoisyDigits(d.data[trn], d.target[trn]), batch_size=32, shuffle=True, **kw)
+    vdl = torch.utils.data.DataLoader(NoisyDigits(d.data[val], d.target[val]), batch_size=64, shuffle=False, **kw)
     return Learner(DataLoaders(tdl, vdl), digits_mlp(), loss_func=nn.CrossEntropyLoss(), metrics=accuracy, cbs=cbs)
 
 # ---------------------------------------------------------------- the history each app supports
@@ -420,25 +424,34 @@ def result(learn, steps) -> dict:
         for step in steps: step(learn)
     return dict(weights=weights_hash(learn.model), epochs=rec.epochs)
 
-def run_app(name:str, workers:int=0, history=(), repro:bool=True, between:bool=False) -> dict:
-    "`result(make(workers, repro), [history..., fit])` for the app `name`; with `between`, `[fit, history..., fit]`."
+def run_app(name:str, workers:int=0, history=(), repro:bool=True, between:bool=False, method:str=None) -> dict:
+    """`result(make(workers, repro), [history..., fit])` for the app `name`; with `between`, `[fit, history..., fit]`; with
+    `method`, its workers started by that multiprocessing start method."""
     app = APPS[name]
     bad = [h for h in history if h not in app.history]
     if bad: raise ValueError(f"{name} does not support history {bad}; it supports {list(app.history)}")
     cells = [HISTORY[h] for h in history]
-    return result(app.make(workers, repro=repro), [app.fit] + cells + [app.fit] if between else cells + [app.fit])
+    with start_method(method) if method else contextlib.nullcontext():
+        return result(app.make(workers, repro=repro), [app.fit] + cells + [app.fit] if between else cells + [app.fit])
 
 # The flows stock fastai breaks (a history cell, or 'w2': 2 workers), which `matrix` also trains without fastrepro.
 CONTRAST = {'vision_lr_find_fine_tune': ('lr_find',), 'text_lm': ('one_batch', 'validate'), 'vision_factory': ('w2',)}
 BETWEEN = ('vision_factory', 'text_lm', 'tabular')  # apps whose history cells also run between two fits
+# The start methods under which an app's 2-worker fit also runs (fork, Linux's default up to Python 3.13, is its 'w2' flow):
+# forkserver (Linux's from Python 3.14) and spawn (macOS's and Windows'). Both send each worker its loader pickled, in the same
+# way; spawn also makes each worker import this module anew (about 5 CPU-s a worker, two a pass), so it runs on one app, a
+# stock Learner with `ReproCallback`, and `repro_learner` runs under all three in `test_contract`.
+STARTS = dict(vision_factory=('forkserver', 'spawn'), tabular=('forkserver',), text_lm=('forkserver',), collab=('forkserver',),
+              plain_torch=('forkserver',))
 
 def _stock(name, variant):
     "Stock fastai's fit of app `name` after the history cell `variant`, or with 2 workers when `variant` is 'w2'."
     return run_app(name, 2, repro=False) if variant == 'w2' else run_app(name, 0, (variant,), repro=False)
 
 def flows(n) -> dict:
-    "The flows of app `n` besides its plain fit, by key: 2 workers, history before the fit (and between two), stock fastai."
+    "The flows of app `n` besides its plain fit, by key: 2 workers (by other start methods too), history before the fit (and between two), stock fastai."
     out = {f'{n}/w2': lambda: run_app(n, 2), f'{n}/history': lambda: run_app(n, 0, APPS[n].history)}
+    out.update({f'{n}/w2:{m}': partial(run_app, n, 2, method=m) for m in STARTS.get(n, ())})
     if n in BETWEEN: out.update({f'{n}/two_fits': lambda: run_app(n, between=True),
                                  f'{n}/between': lambda: run_app(n, 0, APPS[n].history, between=True)})
     if n in CONTRAST: out.update({f'stock/{n}/w0': lambda: run_app(n, 0, repro=False),
@@ -446,8 +459,9 @@ def flows(n) -> dict:
     return out
 
 # Seconds each app's own flows took on two cores (`matrix` prints them); only their rough sizes matter: they balance the parts.
-COST = dict(vision_lr_find_fine_tune=13, segmentation=11, text_lm=11, text_classifier=4, vision_factory=3.5, tabular=2.5,
-            mixup=2, save_early=2, cutmix=1.5, collab=1, weighted=1, grad_accum=1, plain_torch=1)
+# vision_factory's include its workers started by spawn (about 17 s: each worker imports this module anew).
+COST = dict(vision_factory=24, vision_lr_find_fine_tune=13, text_lm=13, segmentation=11, text_classifier=4, tabular=3,
+            mixup=2, save_early=2, cutmix=1.5, collab=1.5, plain_torch=1.5, weighted=1, grad_accum=1)
 
 def owners(names, parts:int) -> dict:
     "Each app's part: the costliest apps first, each to the part with the least cost so far."
@@ -472,10 +486,14 @@ def main(argv=None):
     p.add_argument('apps', nargs='+', help=f"app names: {', '.join(APPS)} (or 'all'); 'matrix' runs `matrix` on all of them")
     p.add_argument('--part', default='0/1', help="with 'matrix': the part to run, as PART/PARTS, e.g. 0/2")
     p.add_argument('--workers', type=int, default=0, help='DataLoader worker processes')
+    p.add_argument('--start-method', choices=('fork', 'spawn', 'forkserver'), help="how the workers start (default: this Python's)")
     p.add_argument('--history', default='', help="comma-separated HISTORY cells to run before the fit, or 'all' (each app's own)")
     p.add_argument('--stock', action='store_true', help='stock fastai: no ReproCallback')
     a = p.parse_args(argv)
     os.environ.setdefault('FASTREPRO_RUNS', str(tmp_dir()/'runs'))  # manifests: keep them out of the working directory
+    # Workers that forkserver starts fork from a server that imported these once: without them, each worker imports fastai
+    # anew (a few seconds): forkserver's preload of __main__ was broken until CPython gh-126631 (fixed in 3.14, and in 3.13)
+    multiprocessing.set_forkserver_preload(['fastai.vision.all', 'fastai.text.all', 'fastai.tabular.all', 'fastai.collab', 'fastrepro.callback'])
     if a.apps == ['matrix']:
         part, parts = map(int, a.part.split('/'))
         if not 0 <= part < parts: p.error(f"--part must be PART/PARTS with 0 <= PART < PARTS, got {a.part}")
@@ -489,7 +507,7 @@ def main(argv=None):
         hist = APPS[n].history if a.history == 'all' else [h for h in a.history.split(',') if h]
         try:
             with contextlib.redirect_stdout(sys.stderr):  # fastai prints (SaveModelCallback): stdout is the JSON line only
-                out[n] = run_app(n, a.workers, hist, repro=not a.stock)
+                out[n] = run_app(n, a.workers, hist, repro=not a.stock, method=a.start_method)
         except Exception as e:
             failed = True
             traceback.print_exc()

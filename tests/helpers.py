@@ -27,6 +27,16 @@ def run_cli(*args, env:dict=None) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(['fastrepro', *map(str, args)], code, out.getvalue(), err.getvalue())
 
 @contextlib.contextmanager
+def start_method(method:str):
+    """multiprocessing's start method set to `method` meanwhile, as a user's `set_start_method` (or Python 3.14's default)
+    sets it, and the caller's put back: DataLoader workers, fastai's included, start by it."""
+    import multiprocessing
+    callers = multiprocessing.get_start_method(allow_none=True)
+    multiprocessing.set_start_method(method, force=True)
+    try: yield
+    finally: multiprocessing.set_start_method(callers, force=True)
+
+@contextlib.contextmanager
 def _environ(env:dict):
     "Set the variables `env` meanwhile; then put back what was there (or nothing)."
     old = {k: os.environ.get(k) for k in env}

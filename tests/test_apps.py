@@ -5,7 +5,7 @@ does see a difference where there is one)."""
 import json, os, subprocess, sys
 from pathlib import Path
 import pytest
-from apps import APPS, BETWEEN, CONTRAST, check_mask_alignment
+from apps import APPS, BETWEEN, CONTRAST, STARTS, check_mask_alignment
 
 APPS_PY = Path(__file__).parent/'apps.py'
 pytestmark = pytest.mark.slow
@@ -57,6 +57,12 @@ def test_history_independence(parts, app):
 def test_worker_invariance(parts, app):
     "A fit with 2 loader workers equals the plain fit (0 workers) of another fresh process."
     assert owner(parts, app)[f'{app}/w2'] == plain(parts, app), f"{app}: 2 workers trained to other weights than 0 ({_which(parts, app)})"
+
+@pytest.mark.parametrize('app,method', [(a, m) for a, ms in STARTS.items() for m in ms])
+def test_worker_invariance_under_other_start_methods(parts, app, method):
+    """2 workers started by forkserver (Linux's default from Python 3.14) or spawn (macOS's and Windows') equal the plain fit.
+    Each worker then receives its loader pickled; `test_worker_invariance` above, under fork, is the control that must pass too."""
+    assert owner(parts, app)[f'{app}/w2:{method}'] == plain(parts, app), f"{app}: 2 workers started by {method} trained to other weights than 0"
 
 @pytest.mark.parametrize('app', BETWEEN)
 def test_history_between_two_fits(parts, app):

@@ -43,13 +43,13 @@ def test_verify_reproducible_catches_what_only_a_fresh_interpreter_reveals(pipel
 
 # The checks 'history' and 'workers' fail in fresh processes too, each on a digits pipeline broken on purpose for it
 # (`nbs/15_verify.ipynb` shows the same pipelines failing them in this process).
-def _digits(num_workers=0, dl_type=None, extra_item_tfms=()):
+def _digits(num_workers=0, dl_type=None, extra_item_tfms=(), **dl_kwargs):
     from fastai.vision.all import accuracy
     from fastrepro.all import repro_learner, digits_dblock, digits_cnn, digits_path
     db = digits_dblock(augment=False, every=3)  # a third of the digits: the breakage, not learning, is the point
     db.item_tfms = [*db.item_tfms, *extra_item_tfms]
     return repro_learner(db, digits_path(), seed=42, model=digits_cnn, num_workers=num_workers, metrics=accuracy,
-                         dl_kwargs=dict(dl_type=dl_type) if dl_type else None)
+                         dl_kwargs=dict(dl_kwargs, **({'dl_type': dl_type} if dl_type else {})))
 
 def _rotating(num_workers=0):
     "A loader whose shuffle keeps state across passes, with no key: it rotates the order one step further each pass."
@@ -81,6 +81,31 @@ def test_history_and_workers_checks_fail_in_fresh_processes(check, make, two_at_
     digits_path()  # write the data once, before the fresh runs race for it
     r = verify_reproducible(make, lambda learn: learn.fit(1, 1e-2), checks=(check,), executor=two_at_a_time, show_progress=False)
     assert r.checks == {check: False} and not r.identical and r.max_abs_diff > 0, r
+
+# fork: Python <= 3.13's default on Linux, the control that must keep passing (a forked worker is a copy of its parent, so
+# nothing is pickled for it); spawn: macOS's and Windows' default; forkserver: Linux's from Python 3.14. Under the last two
+# every worker receives its loader pickled, and before issue 44 every fit with workers crashed there.
+START_METHODS = ('fork', 'spawn', 'forkserver')
+
+def _persistent_digits(num_workers=0):
+    "The digits, with `persistent_workers=True` when they have workers (fastai still starts its workers afresh every pass)."
+    return _digits(num_workers, persistent_workers=num_workers > 0)
+
+@pytest.mark.parametrize('method', START_METHODS)
+def test_the_workers_check_passes_under_every_start_method(method, two_at_a_time):
+    """`verify_reproducible`'s 'workers' check from a process whose start method is `method`: the fresh runs' workers start
+    that way too (their manifests say so), and 2 workers give the bits of none."""
+    import cloudpickle
+    from helpers import start_method
+    from fastrepro.examples import digits_path
+    from fastrepro.verify import verify_reproducible
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the children cannot import this test module
+    digits_path()
+    with start_method(method):
+        r = verify_reproducible(_persistent_digits, lambda learn: learn.fit(1, 1e-2), checks=('workers',), executor=two_at_a_time, show_progress=False)
+    assert r.checks == {'workers': True}, r
+    recorded = [(m['hyperparameters']['num_workers'], m['hyperparameters']['worker_start_method']) for run in r.runs for m in run['manifests']]
+    assert recorded == [(0, method), (2, method)]
 
 @pytest.mark.slow  # 30+ s of fresh processes: the full suite runs it, the inner loop does not
 def test_two_torch_threads_are_reproducible_too():

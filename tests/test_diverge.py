@@ -19,7 +19,7 @@ from fastrepro.examples import digits_cnn, digits_dblock, digits_path
 from fastrepro.checkpoint import parse_checkpoint_name
 from fastrepro.learner import repro_learner
 import apps
-from helpers import run_cli
+from helpers import run_cli, start_method
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the fresh processes cannot import this test module
 STEPS = 8  # training steps per planted run: the plants act at step 0 or 5
@@ -186,7 +186,8 @@ def test_other_applications(tmp_path, app):
 # ---------------------------------------------------------------- fresh processes
 
 def test_fresh_processes_byte_identical_apart_from_the_header(tmp_path):
-    r = find_divergence(digits_learner, fit_digits, max_steps=6, folder=tmp_path, refine=False)
+    "From a process whose start method is forkserver, Linux's default from Python 3.14 (the fresh runs take it on)."
+    with start_method('forkserver'): r = find_divergence(digits_learner, fit_digits, max_steps=6, folder=tmp_path, refine=False)
     assert r.identical and r.compared == 6, r
     a, b = [(tmp_path/f'run-{x}.jsonl').read_bytes().split(b'\n', 1) for x in 'ab']
     assert a[1] == b[1] and len(a[1]) > 1000  # every step line, byte for byte

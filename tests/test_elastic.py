@@ -6,8 +6,9 @@ control, the digits with the mode off, trains in the same launches of 1 and 2 pr
 
 The same launches checkpoint the digits (`ReproCheckpoint`: every 3 batches on 1 and 4 processes, every epoch on 2), and
 three resumes take them to another number of processes, up and down, inside an epoch and at its end: each ends with the
-bits of the uninterrupted run. The resume on 2 processes is a launch; those on one process, and the refused one, run in the
-test's own process (a plain process, as the launch of 1 is).
+bits of the uninterrupted run. The resume on 2 processes is a launch, whose loaders have 2 workers each, started by forkserver
+(Linux's default from Python 3.14: each worker receives its loader pickled, the elastic mode's sharded streams included); those
+on one process, and the refused one, run in the test's own process (a plain process, as the launch of 1 is).
 """
 import pytest
 from pathlib import Path
@@ -84,7 +85,10 @@ def test_a_checkpoint_resumes_on_another_number_of_processes(worlds, taken, resu
     irrelevant too."""
     ck = _checkpoint(worlds, taken, *at)
     if resumed == 1: ranks = [dict(rank=0, digits=_resume_here(ck, tmp_path, monkeypatch))]
-    else: ranks = _ok(launch(JOB, worlds['folder'], f'resume-{taken}-{resumed}', '--apps', 'digits', '--resume', str(ck), nproc=resumed))
+    else:
+        ranks = _ok(launch(JOB, worlds['folder'], f'resume-{taken}-{resumed}', '--apps', 'digits', '--resume', str(ck),
+                           '--workers', '2', '--start-method', 'forkserver', nproc=resumed))
+        assert [r['digits']['workers'] for r in ranks] == [[2, 'forkserver']] * resumed
     ref, trained = worlds[1][0]['digits'], at[0]  # epochs before the checkpoint's are not trained again
     for r in ranks:
         assert 'error' not in r['digits'], r['digits']['error']

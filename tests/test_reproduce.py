@@ -9,7 +9,7 @@ from fastrepro.manifest import load_manifest
 from fastrepro.capture import package_sources
 from fastrepro.reproduce import reproduce
 from fastrepro.lock import lock_run, locked_python, _uv
-from helpers import git
+from helpers import git, start_method
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +60,7 @@ def module_record(repo) -> Path:
 def test_a_module_run_reproduces_bitwise_and_a_short_drill_compares_its_epochs(module_record):
     record = module_record
     assert load_manifest(record)['code']['entry'] == dict(kind='module', replayable=True, module='pkg', argv=['2'], cwd='.')
-    r = reproduce(record, epochs=1)
+    with start_method('spawn'): r = reproduce(record, epochs=1)  # from a process that starts its own workers by spawn: no matter
     assert (r.verdict, r.fit['reason']) == ('bitwise', "the first 1 epochs' metrics are equal (weights not compared)"), r
     assert r.new['stopped_early']['by'] == 'fastrepro reproduce --epochs' and len(r.new['results']['epochs']) == 1
 

@@ -9,6 +9,8 @@ from fastrepro.all import *
 from fastrepro.seed import PURPOSES
 from fastrepro.fresh import fresh_payload, run_fresh
 from fastrepro.fingerprint import hash_state_dict
+from fastrepro.manifest import load_manifest
+from helpers import start_method
 
 pytestmark = pytest.mark.slow
 SEEDS = range(3)
@@ -23,9 +25,10 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 @pytest.fixture(scope='module')
 def one(tmp_path_factory):
-    "3 seeds, two at a time (the default executor: local fresh processes)."
-    return seed_sweep(_digits, _fit, seeds=SEEDS, max_workers=2, name='one', runs=tmp_path_factory.mktemp('runs'),
-                      show_progress=False)
+    "3 seeds, two at a time (the default executor: local fresh processes), from a process whose start method is spawn."
+    with start_method('spawn'):
+        return seed_sweep(_digits, _fit, seeds=SEEDS, max_workers=2, name='one', runs=tmp_path_factory.mktemp('runs'),
+                          show_progress=False)
 
 def test_sweep_results_are_single_fresh_runs_whatever_the_concurrency(one):
     "Each seed of a sweep run two at a time is the seed trained alone; the Dask test below adds another executor."
@@ -33,6 +36,10 @@ def test_sweep_results_are_single_fresh_runs_whatever_the_concurrency(one):
     single = run_fresh(fresh_payload(partial(_digits, 1), _fit))  # one seed trained alone, outside any sweep
     assert hash_state_dict(single['state']) == one.runs[1]['weights_sha256'] and single['epochs'] == one.runs[1]['epochs']
     assert len({one.runs[s]['weights_sha256'] for s in SEEDS}) == len(SEEDS)  # negative control: the seeds do differ
+
+def test_a_sweeps_runs_take_on_the_callers_start_method(one):
+    "The sweep above ran from a process that set spawn: each seed's run would start its loader workers by spawn too."
+    assert [load_manifest(one.runs[s]['manifests'][0])['hyperparameters']['worker_start_method'] for s in SEEDS] == ['spawn'] * len(SEEDS)
 
 @pytest.fixture(scope='module')
 def dask_executor():
