@@ -88,7 +88,11 @@ def test_history_and_workers_checks_fail_in_fresh_processes(check, make, two_at_
 START_METHODS = ('fork', 'spawn', 'forkserver')
 
 def _persistent_digits(num_workers=0):
-    "The digits, with `persistent_workers=True` when they have workers (fastai still starts its workers afresh every pass)."
+    """The digits, with `persistent_workers=True` when they have workers (fastai still starts its workers afresh every pass).
+    Under forkserver the workers fork from a server that imported fastai once, as Python 3.14 gives a script that imports
+    it at its top (its forkserver preloads `__main__`; a fresh run's `python -c` has no main file to preload)."""
+    import multiprocessing
+    multiprocessing.set_forkserver_preload(['fastai.vision.all', 'fastrepro.learner'])
     return _digits(num_workers, persistent_workers=num_workers > 0)
 
 @pytest.mark.parametrize('method', START_METHODS)
