@@ -1,21 +1,31 @@
-"""Every notebook under nbdev's own `test_nb`, as `nbdev-test --timing` runs them, but the longest ones first.
+"""Every notebook under nbdev's own `test_nb`, as `nbdev-test --timing` runs them, but the longest first, each in a process
+of its own.
 
-nbdev-test runs the notebooks in name order. The longest (`15_verify`, about ten minutes of the suite) then started about
-halfway through and ran on alone at the end, one core idle: about a minute of the suite's tail on two cores. Started
-first, the long ones run beside the rest. `LONGEST` lists them from `--timing`'s figures; the others follow in name order.
+- **The longest first.** nbdev-test runs the notebooks in name order. The longest (`15_verify`, about ten minutes of the
+  suite) then started about halfway through and ran on alone at the end, one core idle: about a minute of the suite's tail
+  on two cores. `LONGEST` lists them from `--timing`'s figures; the others follow in name order.
+- **A process of its own.** nbdev-test's two worker processes run notebook after notebook, and what one notebook leaves in
+  its process stays for the next: a hide cell's `warnings.filterwarnings('ignore', category=UserWarning)` silenced the
+  `test_warns` of `01_seed` once the order changed. Here each notebook runs in a fresh fork of a server that has imported
+  torch, fastai and fastrepro and run nothing else (`multiprocessing`'s forkserver, with those modules preloaded): no
+  notebook sees another's state, and none pays the imports.
+
 The settings are nbdev-test's: the config's skip flags and cell timeout, the notebooks' folder as working directory.
 
     python tools/nbtest.py [--n-workers 2] [--file-re REGEX]   # exit 1 when a notebook fails
 """
-import argparse, re, sys
-from fastcore.parallel import parallel
+import argparse, multiprocessing, sys
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from fastcore.xtras import working_directory
 from nbdev.config import get_config
 from nbdev.doclinks import nbglob
 from nbdev.test import test_nb
 
 # the notebooks that take longest, longest first (`--timing` in clean-clone CI, 2026-12-06)
-LONGEST = ('15_verify', '18_sweep', '07a_dvc', '25_reproduce', '00a_numerics', '20_resume', '12_callback')
+LONGEST = ('15_verify', '18_sweep', '25_reproduce', '07a_dvc', '00a_numerics', '12_callback', '20_resume')
+# imported once, in the server every notebook's process forks from
+PRELOAD = ['nbdev.test', 'fastai.vision.all', 'fastai.tabular.all', 'fastai.text.all', 'fastai.collab', 'fastrepro.all']
 
 def notebooks(file_re:str=None) -> list:
     "The notebooks nbdev-test would run (matching `file_re`), `LONGEST` first, then the others in name order."
@@ -23,15 +33,26 @@ def notebooks(file_re:str=None) -> list:
     rank = lambda f: LONGEST.index(f.stem) if f.stem in LONGEST else len(LONGEST)
     return sorted(files, key=rank)
 
+def _test_fresh(fn, **kwargs) -> tuple:
+    "`test_nb` in a process the forkserver started, whose own workers then start by this platform's default, as under nbdev-test."
+    multiprocessing.set_start_method(None, force=True)  # forkserver's children inherit it; a notebook's loaders would pickle
+    return test_nb(fn, **kwargs)
+
+def run_all(files:list, n_workers:int) -> list:
+    "(passed, seconds) of each notebook, each run by `test_nb` in a fresh process, `n_workers` at a time, in the order given."
+    cfg = get_config()
+    run = partial(_test_fresh, skip_flags=cfg.tst_flags.split(), force_flags=[], basepath=cfg.config_path,
+                  cell_timeout=cfg.get('cell_timeout') or None)
+    multiprocessing.set_forkserver_preload(PRELOAD)
+    pool = ProcessPoolExecutor(n_workers, mp_context=multiprocessing.get_context('forkserver'), max_tasks_per_child=1)
+    with working_directory(cfg.nbs_path), pool: return list(pool.map(run, files))  # tasks start in submission order
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--n-workers', type=int, default=2); p.add_argument('--file-re', default=None)
     a = p.parse_args()
-    cfg, files = get_config(), notebooks(a.file_re)
-    with working_directory(cfg.nbs_path):
-        results = parallel(test_nb, files, skip_flags=cfg.tst_flags.split(), force_flags=[], n_workers=a.n_workers, pause=0.01,
-                           basepath=cfg.config_path, cell_timeout=cfg.get('cell_timeout') or None)
-    passed, times = zip(*results)
+    files = notebooks(a.file_re)
+    passed, times = zip(*run_all(files, a.n_workers))
     for t, f in sorted(zip(times, files), key=lambda o: -o[0]): print(f"{f.name}: {int(t)} secs")
     failed = [f.name for ok, f in zip(passed, files) if not ok]
     if failed: sys.exit(f"Notebooks failed: {', '.join(failed)}")

@@ -33,7 +33,8 @@ LONGEST_FIRST="tests/test_resume.py tests/test_sweep.py tests/test_distributed.p
 nb_log=$(mktemp)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -f "$nb_log"' EXIT
 start=$SECONDS
-# tools/nbtest.py is nbdev-test with the longest notebooks started first: in name order, the longest ran on alone at the end
+# tools/nbtest.py is nbdev-test with the longest notebooks started first (in name order the longest ran on alone at the end),
+# each in a fresh process of its own
 ( python tools/nbtest.py --n-workers 2 && rc=0 || rc=$?; echo "-- nbdev-test: $((SECONDS - start)) s"; exit $rc ) > "$nb_log" 2>&1 &
 nb_pid=$!
 echo "== pytest (and nbdev-test beside it; its output follows pytest's)"
