@@ -10,11 +10,13 @@ of its own.
   torch, fastai and fastrepro and run nothing else (`multiprocessing`'s forkserver, with those modules preloaded): no
   notebook sees another's state, and none pays the imports.
 
-The settings are nbdev-test's: the config's skip flags and cell timeout, the notebooks' folder as working directory.
+The settings are nbdev-test's: the config's skip flags and cell timeout, the notebooks' folder as working directory. It
+prints each notebook's time, longest first, and the CPU-seconds of the notebooks' processes, which the forkserver started,
+so that a shell's `times` does not count them.
 
     python tools/nbtest.py [--n-workers 2] [--file-re REGEX]   # exit 1 when a notebook fails
 """
-import argparse, multiprocessing, sys
+import argparse, multiprocessing, resource, sys
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from fastcore.xtras import working_directory
@@ -33,13 +35,17 @@ def notebooks(file_re:str=None) -> list:
     rank = lambda f: LONGEST.index(f.stem) if f.stem in LONGEST else len(LONGEST)
     return sorted(files, key=rank)
 
+def _cpu_s() -> float:
+    "CPU-seconds of this process and of the children it waited for (fresh runs, loader workers)."
+    return sum(r.ru_utime + r.ru_stime for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+
 def _test_fresh(fn, **kwargs) -> tuple:
-    "`test_nb` in a process the forkserver started, whose own workers then start by this platform's default, as under nbdev-test."
+    "`test_nb` in a process the forkserver started (whose own workers then start by this platform's default, as under nbdev-test), and its CPU-seconds."
     multiprocessing.set_start_method(None, force=True)  # forkserver's children inherit it; a notebook's loaders would pickle
-    return test_nb(fn, **kwargs)
+    return (*test_nb(fn, **kwargs), _cpu_s())
 
 def run_all(files:list, n_workers:int) -> list:
-    "(passed, seconds) of each notebook, each run by `test_nb` in a fresh process, `n_workers` at a time, in the order given."
+    "(passed, seconds, CPU-seconds) of each notebook, each run by `test_nb` in a fresh process, `n_workers` at a time, in the order given."
     cfg = get_config()
     run = partial(_test_fresh, skip_flags=cfg.tst_flags.split(), force_flags=[], basepath=cfg.config_path,
                   cell_timeout=cfg.get('cell_timeout') or None)
@@ -52,8 +58,10 @@ def main():
     p.add_argument('--n-workers', type=int, default=2); p.add_argument('--file-re', default=None)
     a = p.parse_args()
     files = notebooks(a.file_re)
-    passed, times = zip(*run_all(files, a.n_workers))
+    passed, times, cpu = zip(*run_all(files, a.n_workers))
     for t, f in sorted(zip(times, files), key=lambda o: -o[0]): print(f"{f.name}: {int(t)} secs")
+    # the forkserver's children are not this process's, so a shell's `times` does not count them
+    print(f"-- CPU time of the notebooks' processes and what they waited for: {sum(cpu):.0f} s")
     failed = [f.name for ok, f in zip(passed, files) if not ok]
     if failed: sys.exit(f"Notebooks failed: {', '.join(failed)}")
     print("Success.")

@@ -47,10 +47,11 @@ nb_rc=$?
 set -e
 echo "== nbdev-test (exit $nb_rc)"
 cat "$nb_log"
-# CPU-seconds of everything the suite ran, children included: the other figure to compare runs by. Both figures follow
+# CPU-seconds of pytest and all it started: the other figure to compare runs by, with the notebooks' own line above (their
+# processes are the forkserver's children, so `times` does not count them). Both figures follow
 # the machine's speed, which changes from hour to hour (the same work: 1898 and 3128 CPU-s in two runs of one morning),
 # so compare runs made close together.
 times > "$nb_log.times"
-echo "-- CPU time of the suite (user, system): $(tail -1 "$nb_log.times")"
+echo "-- CPU time of pytest and what it started (user, system): $(tail -1 "$nb_log.times")"
 rm -f "$nb_log.times"
 if [ $nb_rc -ne 0 ] || [ $py_rc -ne 0 ]; then echo "FAILED: nbdev-test exit $nb_rc, pytest exit $py_rc"; exit 1; fi
