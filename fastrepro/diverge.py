@@ -154,12 +154,13 @@ def find_divergence(a, # a trace (path or `Trace`), or `make_learner`: returns a
                     timeout:float=None, # seconds per fresh run
                     folder=None, # keep the traces here; None: a temporary folder, removed
                     cpus:tuple=None, # (A's CPU, B's CPU): a model `qemu-x86_64` emulates, or None for this machine's
-                    numerics:str=None) -> DivergenceReport: # both runs' numerics, one of `NUMERICS`; None: this process's
+                    numerics:str=None, # both runs' numerics, one of `NUMERICS`; None: this process's
+                    warm:bool=None) -> DivergenceReport: # fresh runs forked from warm interpreters (`fastrepro.warm`); None: unless `FASTREPRO_WARM=0`
     "Where two runs part: compare traces `a` and `b`, or trace `fit(make_learner())` in two fresh processes and compare."
     if not callable(a): return compare_traces(a, b)
     what, every = _check_find_args(b, max_steps, checkpoint_every, what, every)
     numerics = None if numerics is None else check_numerics(numerics, caller='find_divergence')
-    run = dict(cpus=_check_cpus(cpus, numerics or numerics_from_env()), numerics=numerics)
+    run = dict(cpus=_check_cpus(cpus, numerics or numerics_from_env()), numerics=numerics, warm=warm)
     tmp = fresh_tempdir('diverge') if folder is None else None  # named after this process: removed even if it is killed
     folder = Path(tmp.name if tmp else folder); folder.mkdir(parents=True, exist_ok=True)
     try:
@@ -201,13 +202,13 @@ class _TracedFit:
 # %% ../nbs/22_diverge.ipynb #9974f974
 def _fresh_pair(make_learner, fit, folder:Path, tag:str, timeout, max_steps, checkpoint_every=None, run:dict=None, **kwargs) -> tuple:
     "Run `fit(make_learner())` traced in two fresh processes at once (the first taking checkpoints if asked; on `run`'s CPUs, in its numerics); return both traces and the first's manifests."
-    cpus, numerics = (run or {}).get('cpus') or (None, None), (run or {}).get('numerics')
+    cpus, numerics, warm = (run or {}).get('cpus') or (None, None), (run or {}).get('numerics'), (run or {}).get('warm')
     paths = [folder/f'{tag}-{ab}.jsonl' for ab in 'ab']
     ckpts = [(str(folder/'checkpoints'), checkpoint_every) if checkpoint_every else None, None]
     threads = max(1, torch.get_num_threads() // 2)  # two runs share the cores
     payloads = [fresh_payload(make_learner, _TracedFit(fit, p, max_steps, checkpoints=c, **kwargs), threads=threads) for p, c in zip(paths, ckpts)]
     with ThreadPoolExecutor(2) as ex:
-        results = list(ex.map(lambda i: run_fresh(payloads[i], timeout, f'{tag} {"AB"[i]}', cpus[i], numerics), range(2)))
+        results = list(ex.map(lambda i: run_fresh(payloads[i], timeout, f'{tag} {"AB"[i]}', cpus[i], numerics, warm, lane=i), range(2)))
     return load_trace(paths[0]), load_trace(paths[1]), results[0]['manifests']
 
 # %% ../nbs/22_diverge.ipynb #2e35844e

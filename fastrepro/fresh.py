@@ -19,6 +19,7 @@ from .seed import strict_hint, purpose_seeds
 from .files import HOST, pid_alive
 from .capture import LAUNCH_VARS, cpu_info
 from .manifest import runs_dir
+from .warm import run_warm, warm_wanted
 
 # %% auto #0
 __all__ = ['CHILD', 'HISTORY_CELLS', 'pack_for_child', 'child_start_method', 'unpack_in_child', 'child_main', 'fresh_env',
@@ -101,13 +102,19 @@ def run_child(cmd:list, env:dict, timeout:float=None) -> subprocess.CompletedPro
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 # %% ../nbs/14_fresh.ipynb #9cb66df9
-def launch(payload:bytes, folder:Path, tag:str, timeout:float=None, procs:int=1, cpu:str=None, numerics:str=None) -> tuple:
+def launch(payload:bytes, folder:Path, tag:str, timeout:float=None, procs:int=1, cpu:str=None, numerics:str=None,
+           warm:bool=None, # fork it from a warm interpreter (`fastrepro.warm`); None: unless `FASTREPRO_WARM=0`
+           lane:int=0) -> tuple: # runs that a check compares go down different lanes: different hash seeds
     "Run `payload` in a fresh child (or `procs` of them under `torchrun`; on the emulated `cpu`; in `numerics`) from `folder`, its manifests going to `folder/'runs'`: (the finished process, its result's file)."
     folder.mkdir(parents=True, exist_ok=True)
     pin, out = folder/f'{tag}.payload', folder/f'{tag}.pt'
     cmd = child_command(procs, folder, cpu) + [str(pin), str(out)]  # before writing: a bad `cpu` leaves nothing behind
     pin.write_bytes(payload)
-    return run_child(cmd, fresh_env(folder/'runs', numerics, cpu), timeout), out
+    env = fresh_env(folder/'runs', numerics, cpu)
+    if procs == 1 and warm_wanted(warm):  # torchrun's ranks start cold: torchrun starts them
+        if (res := run_warm(CHILD, [pin, out], env, os.getcwd(), timeout, cpu, lane)) is not None: return res, out
+        shutil.rmtree(folder/'runs', ignore_errors=True)  # what a warm run that died may have left: the cold one starts clean
+    return run_child(cmd, env, timeout), out
 
 # %% ../nbs/14_fresh.ipynb #998cdbd9
 def remove_stale_tempdirs(root=None) -> int:
@@ -138,11 +145,13 @@ def run_fresh(payload:bytes, # from `fresh_payload`
               timeout:float=None, # seconds, else `subprocess.TimeoutExpired`
               tag:str=None, # names the run in errors; distinct tags keep caching executors from merging runs
               cpu:str=None, # a CPU model `qemu-x86_64` knows: the run is emulated on it (`fastrepro.emulate`)
-              numerics:str=None) -> dict: # one of `NUMERICS`, set before the child's torch starts; None: this process's
+              numerics:str=None, # one of `NUMERICS`, set before the child's torch starts; None: this process's
+              warm:bool=None, # fork it from a warm interpreter; None: unless `FASTREPRO_WARM=0`
+              lane:int=0) -> dict: # runs compared with each other go down different lanes (`launch`)
     "Run `payload` in a fresh Python process; return its `fresh_fit` result, with the manifests it wrote as dicts."
     if numerics is not None: check_numerics(numerics, caller='run_fresh')
     with fresh_tempdir() as d:
-        res, out = launch(payload, Path(d), 'run', timeout, cpu=cpu, numerics=numerics)
+        res, out = launch(payload, Path(d), 'run', timeout, cpu=cpu, numerics=numerics, warm=warm, lane=lane)
         if res.returncode != 0 or not out.exists(): raise FreshRunError(res.returncode, res.stderr, tag)
         r = torch.load(out, weights_only=True)  # plain tensors, lists and strings: nothing to unpickle
     return dict(r, manifests=[json.loads(t) for t in r['manifests']])

@@ -16,6 +16,7 @@ from fastai.callback.tracker import SaveModelCallback
 from .files import put_blob, atomic_write
 from .fingerprint import hash_file, hash_state_dict, fingerprint_dls, LISTINGS
 from .capture import code_info, start_method
+from .warm import how_started
 from .dvc import data_version
 from .manifest import new_manifest, finish_manifest, write_manifest, load_manifest, runs_dir, utc_now
 from .data import unwrap_loader, loader_keying
@@ -151,7 +152,7 @@ def start_fit_manifest(learn, seed:int, seed_record:dict=None, fit=None, runs=No
     m = new_manifest(seed=seed, seed_record=seed_record, data=data_fingerprint(learn), hyperparameters=hyperparameters(learn),
                      code=code_info(exclude=_not_code(learn, runs)))
     m['randomness'].update(fit=fit, loaders=loader_keying(learn.dls))
-    m['process']['fit_position'] = next(_FIT_POSITIONS)
+    m['process'].update(fit_position=next(_FIT_POSITIONS), started=how_started())  # started: 'warm' in a fork of a warm interpreter
     return m
 
 # %% ../nbs/08_record.ipynb #0a9f4d1e

@@ -248,11 +248,12 @@ def _resume_job(make_learner, fit, models:str, marker:str, threads:int=1, num_wo
     return _final_state(learn)  # every rank holds the same state; `child_main` saves rank 0's
 
 # %% ../nbs/20_resume.ipynb #83e39a91
-def _run_child(make_learner, fit, folder:Path, tag:str, timeout=None, procs:int=1, **opts) -> dict|None:
+def _run_child(make_learner, fit, folder:Path, tag:str, timeout=None, procs:int=1, warm:bool=None, **opts) -> dict|None:
     "One fresh run on `procs` processes; its result, or None when it was killed by SIGKILL as planned."
     marker = folder/f'{tag}.killed'  # rank 0 creates it just before its kill
     payload = pack_for_child(_resume_job, make_learner=make_learner, fit=fit, models=str(folder/'models'), marker=str(marker), **opts)
-    res, out = launch(payload, folder, tag, timeout, procs)
+    lane = 0 if tag == 'uninterrupted' else 1 if tag.startswith('killed') else 2  # compared runs: different hash seeds, warm as cold
+    res, out = launch(payload, folder, tag, timeout, procs, warm=warm, lane=lane)
     if opts.get('kill_at') is not None and res.returncode != 0 and marker.exists(): return None  # torchrun exits 1
     if res.returncode != 0: raise FreshRunError(res.returncode, res.stderr, tag)
     if opts.get('kill_at') is not None: raise RuntimeError(f"the {tag} run ended before its checkpoint number {opts['kill_at']}: cut earlier")
@@ -290,14 +291,15 @@ def verify_resume(make_learner, # returns a fresh Learner with ReproCallback; ta
                   controls=(), # parts to leave out one at a time in extra resumes of the same kill (`report.controls`): each must differ
                   reference:dict=None, # an earlier report's `reference` (the same `make_learner`, `fit`, workers, and processes unless in the elastic mode) to reuse
                   timeout:float=None, # seconds per run
-                  procs=1) -> ResumeReport: # processes per run (several: `torchrun`); a tuple: the killed run's (and the reference's), then each resume's
+                  procs=1, # processes per run (several: `torchrun`); a tuple: the killed run's (and the reference's), then each resume's
+                  warm:bool=None) -> ResumeReport: # one-process runs forked from warm interpreters (`fastrepro.warm`); None: unless `FASTREPRO_WARM=0`
     "Run `fit` uninterrupted, and cut by SIGKILL then resumed, each in fresh processes; compare weights, optimizer and metrics bitwise."
     ats = (at,) if isinstance(at, int) else tuple(at)
     if not ats or any(not isinstance(a, int) or isinstance(a, bool) or a < 1 for a in ats): raise ValueError(f"`at` must be a positive int or a tuple of them, got {at!r}")
     procs = _check_procs(procs, len(ats) + 1)
     ReproCheckpoint(every=cut); omit, controls = _check_omit(omit), _check_omit(controls, 'controls')  # bad input fails here, not in a child
     if both := [c for c in controls if c in omit]: raise ValueError(f"`controls` {both} are left out of the resume already (`omit`): such a control is the resume itself")
-    t0, kw = time.time(), dict(num_workers=num_workers, timeout=timeout)
+    t0, kw = time.time(), dict(num_workers=num_workers, timeout=timeout, warm=warm)
     with fresh_tempdir('resume') as d, ThreadPoolExecutor(1) as pool:
         ref = pool.submit(_run_child, make_learner, fit, Path(d)/'reference', 'uninterrupted', procs=procs[0], **kw) if reference is None else None
         resumed, left_out = _kill_and_resume(make_learner, fit, Path(d)/'interrupted', cut, ats, omit, procs, controls, **kw)

@@ -26,12 +26,13 @@ __all__ = ['SWEEP_SCHEMA', 'SOURCES', 'run_seed', 'SweepError', 'check_seeds', '
 # %% ../nbs/18_sweep.ipynb #cf358eba
 def run_seed(payload:bytes, # a `fresh_payload`
              timeout:float=None, # seconds; a seed that runs longer has failed
-             tag:str=None) -> dict: # passed to `run_fresh`
+             tag:str=None, # passed to `run_fresh`
+             warm:bool=None) -> dict: # forked from a warm interpreter (`fastrepro.warm`); None: unless `FASTREPRO_WARM=0`
     "Run one seed's `payload` in a fresh process; return its results as plain data, or `failed` with its error."
     from fastrepro.fingerprint import hash_state_dict
     from fastrepro.fresh import run_fresh, FreshRunError
     t0 = time.time()
-    try: r = run_fresh(payload, timeout, tag)
+    try: r = run_fresh(payload, timeout, tag, warm=warm)
     except FreshRunError as e: return dict(status='failed', error=e.error, duration_s=time.time() - t0)
     except subprocess.TimeoutExpired: return dict(status='failed', error=f'timed out after {timeout} s', duration_s=time.time() - t0)
     return dict(status='completed', error=None, metric_names=r['names'], epochs=r['epochs'], weights_sha256=hash_state_dict(r['state']),
@@ -176,8 +177,8 @@ def record(self:Sweep, seed:int, result:dict, runs=None):
     self.runs[seed] = dict(result, seed=seed, manifests=paths)
 
 # %% ../nbs/18_sweep.ipynb #3806098f
-def _run_seeds(sweep, pool, payloads, runs, timeout, show_progress):
-    futures = {pool.submit(run_seed, p, timeout, f'seed{s}-{uuid.uuid4().hex[:8]}'): s for s, p in payloads.items()}
+def _run_seeds(sweep, pool, payloads, runs, timeout, show_progress, warm=None):
+    futures = {pool.submit(run_seed, p, timeout, f'seed{s}-{uuid.uuid4().hex[:8]}', warm): s for s, p in payloads.items()}
     done = as_completed(futures)
     bar = progress_bar(done, total=len(futures), leave=False) if show_progress else done
     for f in bar:
@@ -199,7 +200,8 @@ def seed_sweep(make_learner, # `make_learner(seed)` returns a Learner, e.g. `rep
                runs=None, # the runs folder (default `$FASTREPRO_RUNS` or `./runs`)
                resume:bool=False, # finish the sweep saved under `name`, rerunning only seeds that did not complete
                timeout:float=None, # seconds per seed
-               show_progress:bool=True) -> Sweep:
+               show_progress:bool=True,
+               warm:bool=None) -> Sweep: # local runs forked from a warm interpreter (`fastrepro.warm`); None: unless `FASTREPRO_WARM=0`
     "Train `fit(make_learner(seed))` for every seed in fresh processes; save and return the `Sweep`."
     from fastrepro.seed import check_seed, check_count
     seeds, threads, vary = check_seeds(seeds), check_count(threads, 'threads', 'seed_sweep'), check_vary(vary)
@@ -209,7 +211,7 @@ def seed_sweep(make_learner, # `make_learner(seed)` returns a Learner, e.g. `rep
                                 base_seed=check_seed(base_seed, 'base_seed', 'seed_sweep')), resume)
     todo = {s: sweep.payload(make_learner, fit, s) for s in seeds if s not in sweep.completed}
     pool = executor or ThreadPoolExecutor(max_workers or max(1, (os.cpu_count() or 1) // threads))  # each waits on a process
-    try: _run_seeds(sweep, pool, todo, runs, timeout, show_progress)
+    try: _run_seeds(sweep, pool, todo, runs, timeout, show_progress, warm)
     finally:
         if executor is None: pool.shutdown(cancel_futures=True)
     sweep.save()

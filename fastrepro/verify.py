@@ -210,12 +210,13 @@ def verify_reproducible(make_learner, # callable returning a Learner; for 'worke
                         executor:Executor=None, # runs the fresh runs, e.g. a Dask client's; None: one after the other, here
                         show_progress:bool=True, # a progress bar over the runs
                         cpus:tuple=CPU_MODELS, # for 'cpu': the CPU models to emulate with `qemu-x86_64`
-                        numerics:str=None) -> ReproReport: # the fresh runs' numerics, one of `NUMERICS`; None: this process's
+                        numerics:str=None, # the fresh runs' numerics, one of `NUMERICS`; None: this process's
+                        warm:bool=None) -> ReproReport: # fresh runs forked from warm interpreters (`fastrepro.warm`); None: unless `FASTREPRO_WARM=0`
     "Run `fit(make_learner())` for each check, in fresh processes, and compare metrics and weights bitwise."
     _check_args(make_learner, fit, runs, checks, fresh_process, executor)
     _check_cpu_args(checks, cpus, fresh_process, numerics)
     plan, skipped = _plan(checks, runs, make_learner, cpus)
-    results = (_run_fresh_all if fresh_process else _run_here)(plan, make_learner, fit, timeout, executor, show_progress, numerics)
+    results = (_run_fresh_all if fresh_process else _run_here)(plan, make_learner, fit, timeout, executor, show_progress, numerics, warm)
     fresh = [l for c, l, _ in plan if c == 'fresh']
     native = fresh[0] if fresh else 'native'
     groups = dict(fresh=fresh, history=fresh[:1] + ['history'], workers=['w0', 'w2'],
@@ -225,14 +226,17 @@ def verify_reproducible(make_learner, # callable returning a Learner; for 'worke
     return ReproReport(comparisons, skipped, fresh_process, _keep_manifests(results) if fresh_process else None)
 
 # %% ../nbs/15_verify.ipynb #c9904bfd
-def _run_here(plan, make_learner, fit, timeout, executor, show_progress, numerics=None):
+def _run_here(plan, make_learner, fit, timeout, executor, show_progress, numerics=None, warm=None):
     return {label: run_once(make_learner, fit, **kw) for _, label, kw in progress_bar(plan, display=show_progress, leave=False)}
 
 # %% ../nbs/15_verify.ipynb #a129ecc6
-def _run_fresh_all(plan, make_learner, fit, timeout, executor, show_progress, numerics=None):
+_FIRSTS = ('run0', 'native', 'w0')  # the first run of each comparison: warm, they take lane 0 and the runs compared with them lane 1
+
+def _run_fresh_all(plan, make_learner, fit, timeout, executor, show_progress, numerics=None, warm=None):
     pool = executor or ThreadPoolExecutor(1)  # by default one fresh process at a time, so runs do not share the cores
     def submit(label, cpu=None, **kw):
-        return pool.submit(run_fresh, fresh_payload(make_learner, fit, **kw), timeout, f'{label}-{uuid.uuid4().hex[:8]}', cpu, numerics)
+        return pool.submit(run_fresh, fresh_payload(make_learner, fit, **kw), timeout, f'{label}-{uuid.uuid4().hex[:8]}', cpu, numerics,
+                           warm, int(label not in _FIRSTS))
     futures = {submit(label, **kw): label for _, label, kw in plan}
     pb, out = progress_bar(as_completed(futures), total=len(futures), display=show_progress, leave=False), {}
     try:

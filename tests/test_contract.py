@@ -31,15 +31,31 @@ def test_verify_reproducible_fresh_processes(two_at_a_time):
     noisy = verify_reproducible(lambda: _tabular(True), fit, runs=2, executor=two_at_a_time)
     assert not noisy.identical and noisy.max_abs_diff > 0 and noisy.first_diff_epoch == 0
 
-@pytest.mark.parametrize('pipeline', ['features_from_a_set', 'jittered_init'])
-def test_verify_reproducible_catches_what_only_a_fresh_interpreter_reveals(pipeline, monkeypatch, two_at_a_time):
-    "Negative controls of freshness: a forked child, or one sharing a pinned hash seed, would call both pipelines reproducible."
-    import fragile  # tests/fragile.py, imported by reference in the fresh runs, which execute it themselves
-    from fastrepro.verify import verify_reproducible
+@pytest.fixture
+def fragile(monkeypatch):
+    "tests/fragile.py, imported by reference in the fresh runs, which execute it themselves."
+    import fragile
     monkeypatch.setenv('PYTHONPATH', os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get('PYTHONPATH')])))
     monkeypatch.setenv('PYTHONHASHSEED', '0')  # pinned here: each fresh run must still get a hash seed of its own
-    r = verify_reproducible(getattr(fragile, pipeline), fragile.fit, runs=2, executor=two_at_a_time)
+    return fragile
+
+@pytest.mark.parametrize('pipeline,warm', [('features_from_a_set', True), ('features_from_a_set', False), ('jittered_init', True),
+                                           ('global_random_before_seeding', True)])
+def test_verify_reproducible_catches_what_only_a_fresh_interpreter_reveals(pipeline, warm, fragile, two_at_a_time):
+    """Negative controls of freshness: a forked child, or one sharing a pinned hash seed, would call these pipelines
+    reproducible. Fresh runs from warm interpreters (`fastrepro.warm`) catch them as cold ones do."""
+    from fastrepro.verify import verify_reproducible
+    r = verify_reproducible(getattr(fragile, pipeline), fragile.fit, runs=2, executor=two_at_a_time, warm=warm)
     assert not r.identical and r.max_abs_diff > 0, r
+
+def test_one_lane_would_miss_a_dependence_on_the_hash_seed(fragile, monkeypatch, two_at_a_time):
+    """The negative control of the lanes: with every run forked from one warm interpreter, so one hash seed, 'fresh' calls
+    the pipeline that orders its features by a set of strings reproducible. Lanes are what make the check above pass."""
+    import fastrepro.verify
+    from fastrepro.verify import verify_reproducible
+    monkeypatch.setattr(fastrepro.verify, '_FIRSTS', ('run0', 'run1'))  # both runs down lane 0
+    r = verify_reproducible(fragile.features_from_a_set, fragile.fit, runs=2, executor=two_at_a_time, warm=True)
+    assert r.identical, r
 
 # The checks 'history' and 'workers' fail in fresh processes too, each on a digits pipeline broken on purpose for it
 # (`nbs/15_verify.ipynb` shows the same pipelines failing them in this process).
