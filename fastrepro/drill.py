@@ -130,7 +130,7 @@ class DrillReport:
     __repr__ = __str__
 
 # %% ../nbs/26_drill.ipynb #e3411312
-def _drill_row(item:dict, seed:int, left:float|None, env:str='current', cpu:str=None) -> dict:
+def _drill_row(item:dict, seed:int, left:float|None, env:str='current', cpu:str=None, warm:bool=None) -> dict:
     "Reproduce one planned run (or skip it when the budget is spent); the audit log's record of it, with the CPU it ran on and its data versions."
     from datetime import datetime, timezone
     row = dict(at=datetime.now(timezone.utc).isoformat(timespec='seconds'), run_id=item['run_id'], manifest=str(item['manifest']),
@@ -138,7 +138,7 @@ def _drill_row(item:dict, seed:int, left:float|None, env:str='current', cpu:str=
                cpu=f"{cpu} (emulated)" if cpu else cpu_info()['model'])
     if item['epochs'] == 0 or (left is not None and left <= 0): return row
     t0 = time.perf_counter()
-    try: r = reproduce(item['manifest'], env=env, epochs=item['epochs'], timeout=left, cpu=cpu)
+    try: r = reproduce(item['manifest'], env=env, epochs=item['epochs'], timeout=left, cpu=cpu, warm=warm)
     except Exception as e: return dict(row, verdict='cannot run', why=f"{type(e).__name__}: {e}", seconds=time.perf_counter() - t0)
     why = r.fit['reason'] if r.fit else '; '.join(f"{l}: {p[0]}" for l, p in r.preflight.problems.items()) or r.error
     return dict(row, verdict=r.verdict, why=why, seconds=time.perf_counter() - t0, failed_layers=r.preflight.failed_layers,
@@ -152,7 +152,8 @@ def drill(runs, # the runs folder
           seed:int=None, # the seed of the choice (printed; default: a random one)
           env:str='current', # where the reruns run: 'current', or 'locked' (a venv from each run's lock)
           show_progress:bool=True,
-          cpu:str=None) -> DrillReport: # a CPU model `qemu-x86_64` knows: the reruns run under it, emulated
+          cpu:str=None, # a CPU model `qemu-x86_64` knows: the reruns run under it, emulated
+          warm:bool=None) -> DrillReport: # reruns forked from warm interpreters, one per environment (`fastrepro.warm`); None: unless `FASTREPRO_WARM=0`
     "Reproduce `sample` completed runs of `runs`, chosen at random over their ages, within `budget`; log each verdict."
     from fastprogress.fastprogress import progress_bar
     from fastrepro.seed import check_count
@@ -167,6 +168,6 @@ def drill(runs, # the runs folder
     for item in items:
         left = None if budget is None else budget - (time.monotonic() - t0)
         if show_progress: items.comment = f"{item['run_id']}" + ('' if left is None else f", {max(left, 0):.0f} s left")
-        rows.append(row := _drill_row(item, plan['seed'], left, env, cpu))
+        rows.append(row := _drill_row(item, plan['seed'], left, env, cpu, warm))
         head = append_log(runs, row)['sha256']
     return DrillReport(plan['seed'], plan['eligible'], rows, head)

@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/reproduce.html.md"""
 
 # %% ../nbs/25_reproduce.ipynb #48618569
 from __future__ import annotations
-import math, os, subprocess, sys, time
+import math, os, subprocess, sys, time, warnings
 from pathlib import Path
 from fastcore.basics import patch
 from .bits import same_bits
@@ -17,9 +17,9 @@ from .preflight import PreflightReport, preflight, recorded_files, data_problems
 from .emulate import check_cpu_model, emulated
 
 # %% auto #0
-__all__ = ['NOTEBOOK_RUNNER', 'EXIT_CODES', 'recorded_numerics', 'check_cpu_rerun', 'rerun_env', 'entry_command', 'compare_fit',
-           'pipeline_differences', 'sweep_fits', 'find_sweep', 'band_metric', 'band_values', 'judge_band',
-           'ReproductionReport', 'rerun_diff', 'reproduce']
+__all__ = ['NOTEBOOK_RUNNER', 'RUN_SCRIPT', 'RUN_MODULE', 'EXIT_CODES', 'recorded_numerics', 'check_cpu_rerun', 'rerun_env',
+           'entry_command', 'entry_code', 'compare_fit', 'pipeline_differences', 'sweep_fits', 'find_sweep',
+           'band_metric', 'band_values', 'judge_band', 'ReproductionReport', 'rerun_diff', 'reproduce']
 
 # %% ../nbs/25_reproduce.ipynb #de72fa5f
 def _prune_ours(root:Path):
@@ -84,6 +84,17 @@ def entry_command(e:dict, src:Path, python:str=None) -> list:
     if e['kind'] == 'script': return [python, str(src/e['path']), *e['argv']]
     if e['kind'] == 'module': return [python, '-m', e['module'], *e['argv']]
     if e['kind'] == 'notebook': return [python, '-c', NOTEBOOK_RUNNER, str(src/e['path'])]
+    raise ValueError(f"entry kind {e['kind']!r} cannot be started as a command")
+
+# a warm interpreter runs `python -c`: these start a script or a module as `python script.py` and `python -m` do
+RUN_SCRIPT = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+RUN_MODULE = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)"
+
+def entry_code(e:dict, src:Path) -> tuple:
+    "What a warm interpreter runs to start entry `e` from the worktree `src` as `entry_command` does: (code, its arguments, `sys.path[0]`)."
+    if e['kind'] == 'script': return RUN_SCRIPT, [str(src/e['path']), *e['argv']], os.path.dirname(os.path.realpath(src/e['path']))
+    if e['kind'] == 'module': return RUN_MODULE, [e['module'], *e['argv']], str(src/e['cwd'])
+    if e['kind'] == 'notebook': return NOTEBOOK_RUNNER, [str(src/e['path'])], ''
     raise ValueError(f"entry kind {e['kind']!r} cannot be started as a command")
 
 # %% ../nbs/25_reproduce.ipynb #873d6264
@@ -204,6 +215,7 @@ class ReproductionReport:
         self.sweep, self.metric = sweep, metric  # with require='band': the sweep and the metric that judge a rerun that differs
         self.fit, self.new, self.diff, self.error, self.seconds, self.output = None, None, None, None, {}, ''
         self.data = []  # the DVC data versions restored into the rerun's tree, one line each
+        self.started = None  # how the rerun started: 'warm' (`fastrepro.warm`), or 'cold (why)'
     @property
     def verdict(self) -> str: return 'cannot run' if not self.preflight.ok or self.fit is None else self.fit['verdict']
     @property
@@ -225,12 +237,12 @@ def __str__(self:ReproductionReport):
     lines = [f"{self.m['run_id']}{on}: {self.verdict.upper()}" + (f" ({self.fit['reason']})" if self.fit else ''), "preflight:", str(self.preflight)]
     if self.error: lines.append(f"rerun: {self.error}")
     if self.diff is not None and self.verdict != 'bitwise': lines += ["what differs from the record:", str(self.diff)]
-    if self.seconds: lines.append('took ' + ', '.join(f"{k} {v:.2f} s" for k, v in self.seconds.items()))
+    if self.seconds: lines.append('took ' + ', '.join(f"{k} {v:.2f} s" for k, v in self.seconds.items()) + (f"; the rerun started {self.started}" if self.started else ''))
     return '\n'.join(lines)
 ReproductionReport.__repr__ = ReproductionReport.__str__
 
 # %% ../nbs/25_reproduce.ipynb #a2a26145
-def _run_entry(r:ReproductionReport, runs:Path, python=None, timeout=None) -> list:
+def _run_entry(r:ReproductionReport, runs:Path, python=None, timeout=None, warm=None) -> list:
     "Start `r`'s entry from a worktree in a fresh process; the manifests it wrote, in fit order."
     from fastrepro.fresh import fresh_tempdir
     e, root = r.m['code']['entry'], r.preflight.root
@@ -239,14 +251,33 @@ def _run_entry(r:ReproductionReport, runs:Path, python=None, timeout=None) -> li
         try:
             _worktree(root, r.m, runs, src)
             if r.preflight.restore: r.data = _restore_data(r.m, runs, src, r.preflight.restore)
-            cmd = entry_command(e, src, python)
-            p = subprocess.Popen(cmd if r.cpu is None else emulated(r.cpu, cmd), cwd=src/e['cwd'], env=rerun_env(r.m, src, out, r.epochs, cpu=r.cpu),
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            try: r.output = p.communicate(timeout=timeout)[0][-4000:]
-            except subprocess.TimeoutExpired: p.kill(); p.wait(); raise
-            r.returncode = p.returncode
-            return _child_manifests(out, p.pid)
+            env = rerun_env(r.m, src, out, r.epochs, cpu=r.cpu)
+            res, r.started = _start_rerun(e, src, python, env, timeout, r.cpu, warm)
+            r.output, r.returncode = res.stdout[-4000:], res.returncode
+            return _child_manifests(out, res.pid)
         finally: subprocess.run(['git', 'worktree', 'remove', '--force', str(src)], cwd=root, capture_output=True)
+
+# %% ../nbs/25_reproduce.ipynb #1419959c
+def _output(args, code:int, out:str, pid:int) -> subprocess.CompletedProcess:
+    res = subprocess.CompletedProcess(args, code, out, None); res.pid = pid  # its manifests name it
+    return res
+
+def _start_rerun(e:dict, src:Path, python, env:dict, timeout, cpu, warm) -> tuple:
+    "Start entry `e` from `src`, forked from a warm interpreter where it can be (`fastrepro.warm`), else cold: (its output, exit code and `pid`; how it started, and why cold)."
+    from fastrepro.warm import run_warm, warm_wanted
+    why = 'warm=False or FASTREPRO_WARM=0' if not warm_wanted(warm) else f'another Python, {python}' if python not in (None, sys.executable) else None
+    if why is None:
+        with warnings.catch_warnings(record=True) as seen:  # run_warm says why it cannot: the report says it
+            warnings.simplefilter('always')
+            code, args, path0 = entry_code(e, src)
+            if (res := run_warm(code, args, env, src/e['cwd'], timeout, cpu, path0=path0)) is not None:
+                return _output(res.args, res.returncode, res.stdout + res.stderr, res.pid), 'warm'
+        why = str(seen[-1].message).removeprefix('this fresh run starts cold: ') if seen else 'the warm interpreter could not take it'
+    cmd = entry_command(e, src, python)
+    p = subprocess.Popen(cmd if cpu is None else emulated(cpu, cmd), cwd=src/e['cwd'], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try: out = p.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired: p.kill(); p.wait(); raise
+    return _output(cmd, p.returncode, out, p.pid), f'cold ({why})'
 
 # %% ../nbs/25_reproduce.ipynb #c4c56fa1
 def _restore_data(m:dict, runs:Path, src:Path, where:dict) -> list:
@@ -269,10 +300,10 @@ def rerun_diff(m:dict, new:dict) -> DiffReport:
     return out
 
 # %% ../nbs/25_reproduce.ipynb #5500fe16
-def _rerun(r:ReproductionReport, runs:Path, python=None, timeout=None):
+def _rerun(r:ReproductionReport, runs:Path, python=None, timeout=None, warm=None):
     "Rerun `r`'s entry; the matching fit's verdict and the diff of its manifest with the record."
     t0, pos = time.perf_counter(), _fit_position(r.m)
-    try: new = _run_entry(r, runs, python, timeout)
+    try: new = _run_entry(r, runs, python, timeout, warm)
     except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as e: r.error = f"{type(e).__name__}: {e}"; return
     finally: r.seconds['rerun'] = time.perf_counter() - t0
     r.new = next((n for n in new if n['process'].get('fit_position') == pos), None)
@@ -319,7 +350,8 @@ def reproduce(run, # a manifest's path
               repo=None, # the repository with the run's commit, if not where it was recorded
               python:str=None, # the interpreter of the rerun (default: this one)
               timeout:float=None, # seconds for the rerun
-              cpu:str=None) -> ReproductionReport: # a CPU model `qemu-x86_64` knows: rerun under it, emulated (`fastrepro.emulate`)
+              cpu:str=None, # a CPU model `qemu-x86_64` knows: rerun under it, emulated (`fastrepro.emulate`)
+              warm:bool=None) -> ReproductionReport: # fork the rerun from a warm interpreter (`fastrepro.warm`); None: unless `FASTREPRO_WARM=0`
     "Preflight every layer the run `run` records, rerun its entry at the recorded code in a fresh process, and compare."
     if require not in ('bitwise', 'band'): raise ValueError(f"`require` must be 'bitwise' or 'band', got {require!r}")
     if env not in ('current', 'locked'): raise ValueError(f"`env` must be 'current' or 'locked', got {env!r}")
@@ -339,7 +371,7 @@ def reproduce(run, # a manifest's path
     if cpu is not None: pf.note('hardware', f"the rerun runs on an emulated {cpu} ({recorded_numerics(m)} numerics recorded)")
     r = ReproductionReport(m, path, require, pf, epochs, sweep, metric, cpu)
     r.seconds['preflight'] = r.preflight.seconds
-    if r.preflight.ok: _rerun(r, path.parent, python, timeout)
+    if r.preflight.ok: _rerun(r, path.parent, python, timeout, warm)
     return r
 
 # %% ../nbs/25_reproduce.ipynb #487a0317
