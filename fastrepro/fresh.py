@@ -19,11 +19,11 @@ from .seed import strict_hint, purpose_seeds
 from .files import HOST, pid_alive
 from .capture import LAUNCH_VARS, cpu_info
 from .manifest import runs_dir
-from .warm import run_warm, warm_wanted
+from .warm import WarmUnavailable, run_warm, warm_interpreter, warm_wanted
 
 # %% auto #0
 __all__ = ['CHILD', 'HISTORY_CELLS', 'pack_for_child', 'child_start_method', 'unpack_in_child', 'child_main', 'fresh_env',
-           'child_command', 'run_child', 'launch', 'remove_stale_tempdirs', 'fresh_tempdir', 'FreshRunError',
+           'child_command', 'run_child', 'launch', 'prewarm', 'remove_stale_tempdirs', 'fresh_tempdir', 'FreshRunError',
            'run_fresh', 'fresh_fit', 'fresh_payload', 'run_once', 'history_cells', 'RunRecorder']
 
 # %% ../nbs/14_fresh.ipynb #7205085e
@@ -115,6 +115,16 @@ def launch(payload:bytes, folder:Path, tag:str, timeout:float=None, procs:int=1,
         if (res := run_warm(CHILD, [pin, out], env, os.getcwd(), timeout, cpu, lane)) is not None: return res, out
         shutil.rmtree(folder/'runs', ignore_errors=True)  # what a warm run that died may have left: the cold one starts clean
     return run_child(cmd, env, timeout), out
+
+# %% ../nbs/14_fresh.ipynb #26db5f81
+def prewarm(lanes=(0,), # the lanes whose warm interpreters to start
+            numerics:str=None, cpu:str=None, warm:bool=None):
+    "Start this session's warm interpreters for fresh runs in `numerics` (on the emulated `cpu`) down `lanes` now, without waiting for their imports."
+    if not warm_wanted(warm): return
+    env = fresh_env(Path(tempfile.gettempdir()), numerics, cpu)  # the runs folder is set in each fork
+    for lane in lanes:
+        try: warm_interpreter(env, cpu, lane)
+        except WarmUnavailable: pass  # the run that needs it starts cold, and says why
 
 # %% ../nbs/14_fresh.ipynb #998cdbd9
 def remove_stale_tempdirs(root=None) -> int:

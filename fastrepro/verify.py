@@ -13,7 +13,7 @@ from fastprogress.fastprogress import progress_bar
 from .bits import same_bits, brief
 from .manifest import write_manifest
 from .diff import diff_manifests, CPU_FIELDS
-from .fresh import run_once, fresh_payload, run_fresh
+from .fresh import run_once, fresh_payload, run_fresh, prewarm
 from .numerics import check_numerics, numerics_from_env
 from .capture import check_emulated_numerics
 from .emulate import check_cpu_model
@@ -237,6 +237,7 @@ def _run_fresh_all(plan, make_learner, fit, timeout, executor, show_progress, nu
     def submit(label, cpu=None, **kw):
         return pool.submit(run_fresh, fresh_payload(make_learner, fit, **kw), timeout, f'{label}-{uuid.uuid4().hex[:8]}', cpu, numerics,
                            warm, int(label not in _FIRSTS))
+    if executor is None: prewarm(sorted({int(l not in _FIRSTS) for _, l, kw in plan if 'cpu' not in kw}), numerics, warm=warm)
     futures = {submit(label, **kw): label for _, label, kw in plan}
     pb, out = progress_bar(as_completed(futures), total=len(futures), display=show_progress, leave=False), {}
     try:

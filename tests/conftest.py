@@ -7,3 +7,9 @@ import os
 os.environ['OMP_NUM_THREADS'] = '1'  # every process a test starts
 import torch
 torch.set_num_threads(1)  # and this one, whatever imported torch before
+
+def pytest_sessionfinish(session, exitstatus):
+    """End this process's warm interpreters (`fastrepro.warm`) and wait for them, as an interpreter's exit does: an xdist
+    worker may leave without running `atexit`, and `tools/test.sh` counts only the CPU-seconds of processes waited for."""
+    import sys
+    if (warm := sys.modules.get('fastrepro.warm')) is not None: warm.shutdown_warm()

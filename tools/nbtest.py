@@ -42,7 +42,10 @@ def _cpu_s() -> float:
 def _test_fresh(fn, **kwargs) -> tuple:
     "`test_nb` in a process the forkserver started (whose own workers then start by this platform's default, as under nbdev-test), and its CPU-seconds."
     multiprocessing.set_start_method(None, force=True)  # forkserver's children inherit it; a notebook's loaders would pickle
-    return (*test_nb(fn, **kwargs), _cpu_s())
+    result = test_nb(fn, **kwargs)
+    from fastrepro.warm import shutdown_warm
+    shutdown_warm()  # waits for the notebook's warm interpreters, so that their CPU-seconds (and their runs') are counted
+    return (*result, _cpu_s())
 
 def run_all(files:list, n_workers:int) -> list:
     "(passed, seconds, CPU-seconds) of each notebook, each run by `test_nb` in a fresh process, `n_workers` at a time, in the order given."

@@ -26,8 +26,9 @@ case "${1:-}" in
   *) echo "usage: bash tools/test.sh [--fast]" >&2; exit 2 ;;
 esac
 
-# Most of the suite's time is fresh interpreters importing torch and fastai, one core each, and the tests wait on them one
-# phase at a time; so the notebooks and pytest's two workers run side by side and keep both cores busy to the end.
+# Fresh runs fork from warm interpreters (fastrepro.warm; FASTREPRO_WARM=0 starts them cold), but processes the tests start
+# themselves still import torch and fastai, one core each, and the tests wait on them one phase at a time; so the notebooks
+# and pytest's two workers run side by side and keep both cores busy to the end.
 # pytest hands out whole files (a file's fixtures train once), the longest first.
 LONGEST_FIRST="tests/test_resume.py tests/test_sweep.py tests/test_distributed.py tests/test_mlflow.py tests/test_apps.py tests/test_manifest.py"
 nb_log=$(mktemp)
