@@ -86,6 +86,7 @@ def entry_command(e:dict, src:Path, python:str=None) -> list:
     if e['kind'] == 'notebook': return [python, '-c', NOTEBOOK_RUNNER, str(src/e['path'])]
     raise ValueError(f"entry kind {e['kind']!r} cannot be started as a command")
 
+# %% ../nbs/25_reproduce.ipynb #87b82035
 # a warm interpreter runs `python -c`: these start a script or a module as `python script.py` and `python -m` do
 RUN_SCRIPT = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
 RUN_MODULE = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_module(sys.argv[0], run_name='__main__', alter_sys=True)"

@@ -9,7 +9,10 @@ from fastrepro.manifest import load_manifest
 from fastrepro.capture import package_sources
 from fastrepro.reproduce import reproduce
 from fastrepro.lock import lock_run, locked_python, _uv
+from fastrepro.warm import warm_wanted
 from helpers import git, start_method
+
+WARM = 'warm' if warm_wanted() else 'cold (warm=False or FASTREPRO_WARM=0)'  # how reruns start in this suite
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +50,7 @@ def test_a_notebook_run_in_a_jupyter_kernel_reproduces_bitwise(repo, monkeypatch
     r = reproduce(record)
     assert (r.verdict, r.exit_code) == ('bitwise', 0), r
     assert r.new['code']['entry']['kind'] == 'notebook'  # the rerun ran the notebook, as a notebook
-    assert r.started == 'warm' and r.new['process']['started'] == 'warm'  # forked from a warm interpreter (fastrepro.warm)
+    assert r.started == WARM and r.new['process']['started'] == WARM[:4]  # forked from a warm interpreter (fastrepro.warm)
 
 @pytest.fixture(scope='module')
 def module_record(repo) -> Path:
@@ -64,7 +67,7 @@ def test_a_module_run_reproduces_bitwise_and_a_short_drill_compares_its_epochs(m
     with start_method('spawn'): r = reproduce(record, epochs=1)  # from a process that starts its own workers by spawn: no matter
     assert (r.verdict, r.fit['reason']) == ('bitwise', "the first 1 epochs' metrics are equal (weights not compared)"), r
     assert r.new['stopped_early']['by'] == 'fastrepro reproduce --epochs' and len(r.new['results']['epochs']) == 1
-    assert r.started == 'warm' and r.new['code']['entry'] == load_manifest(record)['code']['entry']  # `python -m`, as recorded
+    assert r.started == WARM and r.new['code']['entry'] == load_manifest(record)['code']['entry']  # `python -m`, as recorded
 
 def _sha256(p): return hashlib.sha256(Path(p).read_bytes()).hexdigest()
 
@@ -89,7 +92,7 @@ def test_the_lock_rebuilds_the_environment_and_the_run_reproduces_in_its_venv(mo
     t0 = time.perf_counter(); r = reproduce(module_record, env='locked', lock=out); cold = time.perf_counter() - t0
     assert (r.verdict, r.exit_code) == ('bitwise', 0), r
     assert 'archive' in r.new['environment']['package_sources']['fastrepro']  # the rerun ran in the venv, on the wheel the lock built
-    assert r.started.startswith('cold (another Python, ')  # a warm interpreter is this environment's: the venv's starts cold
+    assert r.started.startswith('cold (another Python, ' if warm_wanted() else 'cold (warm=False')  # a warm interpreter is this environment's: the venv's starts cold
     t0 = time.perf_counter(); py = locked_python(out); warm = time.perf_counter() - t0
     # pylock.toml describes exactly the venv the lock built: uv would change nothing; without one of its packages, it would
     sync = lambda f: subprocess.run([*_uv(), 'pip', 'sync', '--dry-run', '--preview-features', 'pylock', '--python', str(py), f.name], cwd=out, capture_output=True, text=True)

@@ -1,5 +1,5 @@
 """Fresh runs forked from warm interpreters (`fastrepro.warm`, issue 45): as fresh as cold ones, for every check, with
-their faults handled. The negative controls of freshness through `verify_reproducible` (a hash-seed dependence, a draw
+their faults handled. Each test asks for warm or cold runs itself, so the file means the same under FASTREPRO_WARM=0. The negative controls of freshness through `verify_reproducible` (a hash-seed dependence, a draw
 from an unseeded global generator, and one lane that would miss the first) are in `tests/test_contract.py`."""
 import os, signal, subprocess, sys, time, warnings
 from pathlib import Path
@@ -49,7 +49,7 @@ def test_two_runs_from_one_warm_interpreter_draw_their_own_entropy(monkeypatch):
     seed (which Python's fork hook does not reseed) trains to other bits in each, as in two cold processes."""
     import fragile
     monkeypatch.setenv('PYTHONPATH', os.pathsep.join(filter(None, [str(Path(__file__).parent), os.environ.get('PYTHONPATH')])))
-    a, b = (run_fresh(fresh_payload(fragile.numpy_before_seeding, fragile.fit), lane=0) for _ in range(2))
+    a, b = (run_fresh(fresh_payload(fragile.numpy_before_seeding, fragile.fit), warm=True, lane=0) for _ in range(2))
     assert _started(a) == _started(b) == ['warm']
     assert not same_bits(a['state'], b['state'])
 
@@ -69,11 +69,11 @@ def test_an_interpreter_that_dies_during_a_run_leaves_it_to_a_cold_start(tmp_pat
     killer = subprocess.Popen(['sh', '-c', f'sleep 1.5; kill -9 {w.proc.pid}'])
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter('always')
-        res, out = launch(pack_for_child(job), tmp_path, 'slow')
+        res, out = launch(pack_for_child(job), tmp_path, 'slow', warm=True)
     killer.wait()
     assert res.returncode == 0 and torch.load(out) == 'done' and not w.alive()
     assert any('starts cold' in str(s.message) and 'died' in str(s.message) for s in seen), [str(s.message) for s in seen]
-    res, _ = launch(pack_for_child(job), tmp_path, 'again')
+    res, _ = launch(pack_for_child(job), tmp_path, 'again', warm=True)
     assert res.returncode == 0 and warm_interpreter(env) is not w and warm_interpreter(env).alive()  # a new one
 
 def test_an_interpreter_that_started_a_thread_is_not_forked():
