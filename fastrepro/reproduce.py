@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/reproduce.html.md"""
 
 # %% ../nbs/25_reproduce.ipynb #48618569
 from __future__ import annotations
-import math, os, subprocess, sys, time, warnings
+import math, os, subprocess, sys, time
 from pathlib import Path
 from fastcore.basics import patch
 from .bits import same_bits
@@ -265,15 +265,12 @@ def _output(args, code:int, out:str, pid:int) -> subprocess.CompletedProcess:
 
 def _start_rerun(e:dict, src:Path, python, env:dict, timeout, cpu, warm) -> tuple:
     "Start entry `e` from `src`, forked from a warm interpreter where it can be (`fastrepro.warm`), else cold: (its output, exit code and `pid`; how it started, and why cold)."
-    from fastrepro.warm import run_warm, warm_wanted
+    from fastrepro.warm import try_warm, warm_wanted
     why = 'warm=False or FASTREPRO_WARM=0' if not warm_wanted(warm) else f'another Python, {python}' if python not in (None, sys.executable) else None
     if why is None:
-        with warnings.catch_warnings(record=True) as seen:  # run_warm says why it cannot: the report says it
-            warnings.simplefilter('always')
-            code, args, path0 = entry_code(e, src)
-            if (res := run_warm(code, args, env, src/e['cwd'], timeout, cpu, path0=path0)) is not None:
-                return _output(res.args, res.returncode, res.stdout + res.stderr, res.pid), 'warm'
-        why = str(seen[-1].message).removeprefix('this fresh run starts cold: ') if seen else 'the warm interpreter could not take it'
+        code, args, path0 = entry_code(e, src)
+        res, why = try_warm(code, args, env, src/e['cwd'], timeout, cpu, path0=path0)  # why it cannot: the report says it
+        if res is not None: return _output(res.args, res.returncode, res.stdout + res.stderr, res.pid), 'warm'
     cmd = entry_command(e, src, python)
     p = subprocess.Popen(cmd if cpu is None else emulated(cpu, cmd), cwd=src/e['cwd'], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try: out = p.communicate(timeout=timeout)[0]

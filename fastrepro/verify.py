@@ -231,13 +231,14 @@ def _run_here(plan, make_learner, fit, timeout, executor, show_progress, numeric
 
 # %% ../nbs/15_verify.ipynb #a129ecc6
 _FIRSTS = ('run0', 'native', 'w0')  # the first run of each comparison: warm, they take lane 0 and the runs compared with them lane 1
+def _lane(label:str) -> int: return int(label not in _FIRSTS)
 
 def _run_fresh_all(plan, make_learner, fit, timeout, executor, show_progress, numerics=None, warm=None):
     pool = executor or ThreadPoolExecutor(1)  # by default one fresh process at a time, so runs do not share the cores
     def submit(label, cpu=None, **kw):
         return pool.submit(run_fresh, fresh_payload(make_learner, fit, **kw), timeout, f'{label}-{uuid.uuid4().hex[:8]}', cpu, numerics,
-                           warm, int(label not in _FIRSTS))
-    if executor is None: prewarm(sorted({int(l not in _FIRSTS) for _, l, kw in plan if 'cpu' not in kw}), numerics, warm=warm)
+                           warm, _lane(label))
+    if executor is None: prewarm(sorted({_lane(l) for _, l, kw in plan if 'cpu' not in kw}), numerics, warm=warm)
     futures = {submit(label, **kw): label for _, label, kw in plan}
     pb, out = progress_bar(as_completed(futures), total=len(futures), display=show_progress, leave=False), {}
     try:

@@ -13,7 +13,8 @@ from .emulate import emulated
 # %% auto #0
 __all__ = ['PRELOAD', 'LOAD_TIME_PREFIXES', 'QUIET', 'STARTED', 'ZYGOTE', 'pinned_hash_seed', 'load_time_env', 'run_sys_path',
            'imported_from', 'shadowed', 'zygote_env', 'os_threads', 'WarmUnavailable', 'cold_threads', 'how_started',
-           'fresh_entropy', 'serve', 'WarmInterpreter', 'warm_interpreter', 'shutdown_warm', 'warm_wanted', 'run_warm']
+           'fresh_entropy', 'serve', 'WarmInterpreter', 'warm_interpreter', 'shutdown_warm', 'warm_wanted', 'try_warm',
+           'run_warm']
 
 # %% ../nbs/02a_warm.ipynb #a3440dc8
 PRELOAD = ('torch', 'fastai.vision.all', 'fastai.tabular.all', 'fastai.text.all', 'fastai.collab', 'fastrepro.all')
@@ -37,11 +38,14 @@ def load_time_env(env:dict) -> tuple:
     return tuple(sorted((k, v) for k, v in env.items() if k.startswith(LOAD_TIME_PREFIXES) and k not in skip))
 
 # %% ../nbs/02a_warm.ipynb #353366cc
+def _pythonpath_dirs(pythonpath:str|None, cwd:str) -> list:
+    "`pythonpath`'s folders as an interpreter started in `cwd` reads them: made absolute, an empty entry being `cwd`."
+    return [os.path.abspath(os.path.join(cwd, p)) for p in pythonpath.split(os.pathsep)] if pythonpath else []
+
 def run_sys_path(first:str, # '' for `python -c`, a script's folder, the working directory for `python -m`
                  pythonpath:str|None, base:list) -> list:
-    "The `sys.path` a cold interpreter started in the current directory has: `first`, `pythonpath`'s entries made absolute (an empty one is the directory), then `base`, each once."
-    extra = [os.path.abspath(p) if p else os.getcwd() for p in pythonpath.split(os.pathsep)] if pythonpath else []
-    return list(dict.fromkeys([first, *extra, *base]))
+    "The `sys.path` a cold interpreter started in the current directory has: `first`, `pythonpath`'s folders made absolute (an empty entry is the directory), then `base`, each once."
+    return list(dict.fromkeys([first, *_pythonpath_dirs(pythonpath, os.getcwd()), *base]))
 
 # %% ../nbs/02a_warm.ipynb #a4a9d7e4
 def imported_from() -> dict:
@@ -66,7 +70,7 @@ def shadowed(dirs:list, modules:dict) -> list:
 
 def _front(path0:str, pythonpath:str|None, cwd:str) -> list:
     "The folders a run from `cwd` searches before the installed packages: its first (`''`: `cwd`), then `pythonpath`'s."
-    return [os.path.join(cwd, p) for p in [path0, *(pythonpath.split(os.pathsep) if pythonpath else [])]]  # an absolute p stays
+    return [os.path.join(cwd, path0), *_pythonpath_dirs(pythonpath, cwd)]  # an absolute path0 stays
 
 # %% ../nbs/02a_warm.ipynb #317bae4b
 # In the warm interpreter only, never in a run: torch starts an OpenMP thread as it loads unless told to use one, and arrow's
@@ -409,11 +413,16 @@ def _forget_dead(why:str):
             if not v.alive() or v.ctl.fileno() == -1: del _POOL[k]
 
 # %% ../nbs/02a_warm.ipynb #c6cb320d
-def run_warm(code:str, args:list, env:dict, cwd:str, timeout:float=None, cpu:str=None, lane:int=0,
-             path0:str='') -> subprocess.CompletedProcess|None: # `sys.path[0]`: '' as for `python -c`, or a script's folder
-    "Run `python -c code *args` forked from this session's warm interpreter for `env`; None, with a warning saying why, where it cannot (the caller starts it cold)."
-    try: return warm_interpreter(env, cpu, lane).run(code, args, env, cwd, timeout, path0)
+def try_warm(code:str, args:list, env:dict, cwd:str, timeout:float=None, cpu:str=None, lane:int=0,
+             path0:str='') -> tuple: # `sys.path[0]`: '' as for `python -c`, or a script's folder
+    "Run `python -c code *args` forked from this session's warm interpreter for `env`: (what `run` returns, None), or (None, why it cannot) for the caller to start it cold."
+    try: return warm_interpreter(env, cpu, lane).run(code, args, env, cwd, timeout, path0), None
     except WarmUnavailable as e:
         _forget_dead(str(e))
-        warnings.warn(f"this fresh run starts cold: {e}", stacklevel=2)
-        return None
+        return None, str(e)
+
+def run_warm(code:str, args:list, env:dict, cwd:str, timeout:float=None, cpu:str=None, lane:int=0, path0:str='') -> subprocess.CompletedProcess|None:
+    "`try_warm`, with a warning that says why where it cannot (None: the caller starts the run cold)."
+    res, why = try_warm(code, args, env, cwd, timeout, cpu, lane, path0)
+    if why is not None: warnings.warn(f"this fresh run starts cold: {why}", stacklevel=2)
+    return res
