@@ -16,9 +16,9 @@ from .files import put_blob, read_blob
 # %% auto #0
 __all__ = ['ENV_ALLOW', 'ENV_ALLOW_PREFIXES', 'CODE_LIMIT', 'LAUNCH_VARS', 'git', 'strip_credentials', 'package_source',
            'installed_packages', 'package_sources', 'torch_stack', 'platform_tag', 'environment', 'cpu_info',
-           'emulated_cpu_info', 'check_emulated_numerics', 'launcher', 'topology', 'start_method', 'hardware', 'redact',
-           'allowed_var', 'env_vars', 'script_path', 'entry_info', 'patch_applies', 'code_info', 'replayed_vars',
-           'restore_tree']
+           'emulated_cpu_info', 'runs_numerics', 'check_emulated_numerics', 'launcher', 'topology', 'start_method',
+           'hardware', 'redact', 'allowed_var', 'env_vars', 'script_path', 'entry_info', 'patch_applies', 'code_info',
+           'replayed_vars', 'restore_tree']
 
 # %% ../nbs/04_capture.ipynb #01b7ea00
 def git(*args, cwd=None, text=True):
@@ -177,11 +177,16 @@ def emulated_cpu_info(model:str) -> dict:
     return json.loads(r.stdout)
 
 # %% ../nbs/04_capture.ipynb #adf94685
+def runs_numerics(model:str, # a CPU model `qemu-x86_64` knows
+                  numerics:str) -> bool: # one of `fastrepro.numerics.NUMERICS`
+    "Whether the emulated `model` can run `numerics`: `'portable-avx2'` needs AVX2 and FMA."
+    return numerics != 'portable-avx2' or {'avx2', 'fma'} <= set(emulated_cpu_info(model)['flags'] or ())
+
 def check_emulated_numerics(numerics:str, # one of `fastrepro.numerics.NUMERICS`
                             model:str, # a CPU model `qemu-x86_64` knows
                             caller:str=None) -> str:
     "Return `model` if it can run `numerics`, else raise a `ValueError` that names `caller`: `'portable-avx2'` needs AVX2 and FMA."
-    if numerics == 'portable-avx2' and not {'avx2', 'fma'} <= set(emulated_cpu_info(model)['flags'] or ()):
+    if not runs_numerics(model, numerics):
         raise ValueError(f"{f'{caller}: ' if caller else ''}numerics='portable-avx2' needs a CPU with AVX2 and FMA, and the emulated "
                          f"{model} has no AVX2: use numerics='portable', or a model with AVX2 such as 'Haswell' or 'EPYC'")
     return model

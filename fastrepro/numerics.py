@@ -160,14 +160,14 @@ def _portable_off():
     _STOCK_ENV = None
 
 # %% ../nbs/00a_numerics.ipynb #c4a18c9c
-def use_numerics(numerics:str|None=None) -> dict: # one of `NUMERICS`, or None: as `FASTREPRO_NUMERICS` says
-    "Put `numerics` in force in this process and in the processes it starts; return `numerics_state()`. Warns where a component had already chosen."
+def use_numerics(numerics:str|None=None) -> str: # one of `NUMERICS`, or None: as `FASTREPRO_NUMERICS` says
+    "Put `numerics` in force in this process and in the processes it starts; return the mode's name. Warns where a component had already chosen."
     global _MODE
     mode = numerics_from_env() if numerics is None else check_numerics(numerics)
     if mode != 'stock': _portable_on(check_numerics_cpu(mode))
     elif _MODE not in (None, 'stock'): _portable_off()
     _MODE = mode
-    return numerics_state()
+    return mode
 
 # %% ../nbs/00a_numerics.ipynb #000af457
 def numerics_state() -> dict:

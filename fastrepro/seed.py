@@ -159,7 +159,7 @@ def set_seed(s:int, # the seed: any int fastai's `set_seed` takes
     "Seed Python, NumPy and torch (CPU and all CUDA devices), and set determinism and numerics modes; return a `SeedRecord`."
     s, mode = check_fastai_seed(s), check_deterministic(deterministic)
     if numerics is not None: check_numerics(numerics, caller='set_seed')
-    numerics = use_numerics(numerics)['asked']  # first: the CPU's code paths are fixed at torch's first op
+    numerics = use_numerics(numerics)  # first: the CPU's code paths are fixed at torch's first op
     seed_all(s)
     if reproducible: torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
     cublas, action = _handle_cublas() if mode else (os.environ.get('CUBLAS_WORKSPACE_CONFIG'), None)

@@ -15,11 +15,11 @@ from .manifest import write_manifest
 from .diff import diff_manifests, CPU_FIELDS
 from .fresh import run_once, fresh_payload, run_fresh, prewarm
 from .numerics import check_numerics, numerics_from_env
-from .capture import check_emulated_numerics
+from .capture import check_emulated_numerics, runs_numerics
 from .emulate import check_cpu_model
 
 # %% auto #0
-__all__ = ['CHECKS', 'CPU_MODELS', 'ENV_LAYERS', 'CheckReport', 'ReproReport', 'environment_diff', 'metric_moves',
+__all__ = ['CHECKS', 'CPU_MODELS', 'ENV_LAYERS', 'CheckReport', 'default_cpus', 'ReproReport', 'environment_diff', 'metric_moves',
            'verify_reproducible']
 
 # %% ../nbs/15_verify.ipynb #57fb04f4
@@ -52,7 +52,11 @@ def _epoch_same(self:CheckReport, e):
 
 # %% ../nbs/15_verify.ipynb #86b42bb1
 CHECKS = ('fresh', 'history', 'workers')
-CPU_MODELS = ('Nehalem', 'Haswell', 'EPYC')  # the 'cpu' check's default: plain SSE4.2, AVX2 from Intel, AVX2 from AMD
+CPU_MODELS = ('Nehalem', 'Haswell', 'EPYC')  # the 'cpu' check's models: plain SSE4.2, AVX2 from Intel, AVX2 from AMD
+
+def default_cpus(numerics:str) -> tuple:
+    "The 'cpu' check's models for `numerics`: those of `CPU_MODELS` that can run it ('portable-avx2' leaves out the Nehalem)."
+    return tuple(m for m in map(check_cpu_model, CPU_MODELS) if runs_numerics(m, numerics))  # a host that cannot emulate: its error
 
 # %% ../nbs/15_verify.ipynb #7b71b235
 class ReproReport:
@@ -179,16 +183,18 @@ def _plan(checks, runs, make_learner, cpus=()):
 
 # %% ../nbs/15_verify.ipynb #061ab2bd
 def _check_cpu_args(checks, cpus, fresh_process, numerics):
-    "Refuse a bad `cpus` or `numerics`, or a machine that cannot emulate, before anything runs."
+    "`cpus` (None: `default_cpus`), checked; a bad `cpus` or `numerics`, or a machine that cannot emulate, is refused before anything runs."
     if numerics is not None:
         check_numerics(numerics, caller='verify_reproducible')
         if not fresh_process: raise ValueError("verify_reproducible: `numerics` is set in fresh processes: it needs fresh_process=True")
-    if 'cpu' not in checks: return
+    if 'cpu' not in checks: return ()
     if not fresh_process: raise ValueError("verify_reproducible: the 'cpu' check runs emulated fresh processes: it needs fresh_process=True")
+    if cpus is None: cpus = default_cpus(numerics or numerics_from_env())
     if isinstance(cpus, str) or not cpus: raise ValueError(f"verify_reproducible: `cpus` must be a non-empty tuple of CPU models, got {cpus!r}")
     for model in cpus:
         check_cpu_model(model, name='cpus', caller='verify_reproducible')
         check_emulated_numerics(numerics or numerics_from_env(), model, caller='verify_reproducible')
+    return tuple(cpus)
 
 def _check_args(make_learner, fit, runs, checks, fresh_process, executor):
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2: raise ValueError(f"`runs` must be an int >= 2, got {runs!r}")
@@ -209,12 +215,12 @@ def verify_reproducible(make_learner, # callable returning a Learner; for 'worke
                         checks:tuple=('fresh',), # any of 'fresh', 'history', 'workers', and 'cpu' (natively and on each of `cpus`)
                         executor:Executor=None, # runs the fresh runs, e.g. a Dask client's; None: one after the other, here
                         show_progress:bool=True, # a progress bar over the runs
-                        cpus:tuple=CPU_MODELS, # for 'cpu': the CPU models to emulate with `qemu-x86_64`
+                        cpus:tuple=None, # for 'cpu': the CPU models to emulate with `qemu-x86_64`; None: `default_cpus(numerics)`
                         numerics:str=None, # the fresh runs' numerics, one of `NUMERICS`; None: this process's
                         warm:bool=None) -> ReproReport: # fresh runs forked from warm interpreters (`fastrepro.warm`); None: unless `FASTREPRO_WARM=0`
     "Run `fit(make_learner())` for each check, in fresh processes, and compare metrics and weights bitwise."
     _check_args(make_learner, fit, runs, checks, fresh_process, executor)
-    _check_cpu_args(checks, cpus, fresh_process, numerics)
+    cpus = _check_cpu_args(checks, cpus, fresh_process, numerics)
     plan, skipped = _plan(checks, runs, make_learner, cpus)
     results = (_run_fresh_all if fresh_process else _run_here)(plan, make_learner, fit, timeout, executor, show_progress, numerics, warm)
     fresh = [l for c, l, _ in plan if c == 'fresh']
