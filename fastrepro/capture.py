@@ -61,7 +61,7 @@ _DISTS = {}
 
 # %% ../nbs/04_capture.ipynb #25b51a97
 def _name_version(d:metadata.Distribution) -> tuple:
-    "(Name, Version) from the header of `d`'s metadata alone: `d.metadata` parses the whole file, long description included, with the email parser (ten times slower, and every fit's manifest reads every distribution)."
+    "(Name, Version) from the header of `d`'s metadata alone, without `d.metadata`'s parse of the whole file."
     text = d.read_text('METADATA') or d.read_text('PKG-INFO') or d.read_text('') or ''  # the files `d.metadata` reads, in its order ('': a one-file .egg-info)
     fields = {}
     for line in re.split(r'\r?\n\r?\n', text, maxsplit=1)[0].splitlines():
@@ -151,7 +151,7 @@ _SIMD_FLAGS = {'sse4_2': (1, 2, 20), 'avx': (1, 2, 28), 'fma': (1, 2, 12), 'f16c
 def _text(*regs) -> str: return b''.join(r.to_bytes(4, 'little') for r in regs).rstrip(b'\0').decode('ascii', 'replace').strip()
 
 def cpu_info() -> dict:
-    "This process's CPU as the CPUID instruction reports it (an emulated CPU too): vendor, model name, its SIMD flags, and the model `emulated` by fastrepro, if any."
+    "This process's CPU as the CPUID instruction reports it (an emulated CPU too): vendor, model name and SIMD flags."
     emulated = os.environ.get('FASTREPRO_EMULATED_CPU')
     if _cpuid_fn() is None: return dict(vendor=None, model=_cpu_model(), flags=None, emulated=emulated)
     top, b, c, d = _cpuid(0)
@@ -219,7 +219,7 @@ def start_method() -> str:
 
 # %% ../nbs/04_capture.ipynb #2f8e61b4
 def hardware() -> dict:
-    "Host name, CPU model, vendor and SIMD flags (`cpu_info`), count, RAM, each GPU's name, memory and driver (`gpus` is None without CUDA), the `topology`, and torch's thread counts."
+    "The machine: host name, CPU (`cpu_info`), count, RAM, GPUs, the `topology`, and torch's thread counts."
     import torch
     gpus = None
     if torch.cuda.is_available():
@@ -459,7 +459,8 @@ def code_info(cwd=None, # where the repository is looked for (default: the worki
     return info
 
 # %% ../nbs/04_capture.ipynb #1cd8f42e
-LAUNCH_VARS = ('MASTER_ADDR', 'MASTER_PORT', 'RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'GROUP_RANK', 'ROLE_RANK', 'ROLE_WORLD_SIZE')  # a launcher's, per launch
+# a launcher's, per launch
+LAUNCH_VARS = ('MASTER_ADDR', 'MASTER_PORT', 'RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'GROUP_RANK', 'ROLE_RANK', 'ROLE_WORLD_SIZE')
 
 def replayed_vars(m:dict, skip=()) -> dict:
     "The recorded variables a rerun of `m` sets (not a launcher's, nor `skip`), with the intra-op thread count as OMP_NUM_THREADS if unset."

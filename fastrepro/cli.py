@@ -1,4 +1,4 @@
-"""`fastrepro show`, `diff`, `check-env`, `runs`, `sweep`, `diverge` and `reproduce`: read, compare, list and rerun run manifests, seed sweeps and step traces from a shell, with exit codes scripts can rely on.
+"""The `fastrepro` command: read, compare, list and rerun run manifests, seed sweeps and step traces from a shell, with exit codes scripts can rely on.
 
 Docs: https://fastrepro.github.io/fastrepro/cli.html.md"""
 
@@ -59,14 +59,17 @@ def _add_reproduce(sub):
     r.add_argument('--env', choices=('current', 'locked'), default='current', help="this Python environment, or a venv built from the run's lock")
     r.add_argument('--lock', default=None, help="with --env locked: the lock folder (default: lock-<run id> beside the runs folder, written if missing)")
     r.add_argument('--epochs', type=int, default=None, help='stop the fit after N epochs (the fits before it run whole): a short drill compares what it ran')
-    r.add_argument('--require', choices=('bitwise', 'band'), default='bitwise', help="what counts as reproduced: 'band' accepts a rerun inside a seed sweep's band")
+    r.add_argument('--require', choices=('bitwise', 'band'), default='bitwise',
+                   help="what counts as reproduced: 'band' accepts a rerun inside a seed sweep's band")
     r.add_argument('--sweep', default=None, help="with --require band: the sweep folder (default: the newest of the run's pipeline in the runs folder)")
     r.add_argument('--metric', default=None, help="with --require band: the metric judged (default: the run's first after its losses)")
     r.add_argument('--repo', default=None, help="the repository with the run's commit, if not where it was recorded")
     r.add_argument('--cpu', default=None, metavar='MODEL', help="rerun under this CPU model, emulated by qemu-x86_64: Nehalem, Haswell, EPYC, ...")
     r.add_argument('--json', action='store_true', help='print the full report as JSON')
-    l = sub.add_parser('lock', help="write a run's locked environment: the lock with hashes, wheels of checkouts, pylock.toml, .python-version, Dockerfile, apptainer.def")
-    l.add_argument('run', help='manifest path or run id'); l.add_argument('-o', '--out', default=None, help='the folder to write (default: lock-<run id> beside the runs folder)')
+    l = sub.add_parser('lock', help="write a run's locked environment: the lock with hashes, wheels of checkouts, pylock.toml, "
+                                    ".python-version, Dockerfile, apptainer.def")
+    l.add_argument('run', help='manifest path or run id')
+    l.add_argument('-o', '--out', default=None, help='the folder to write (default: lock-<run id> beside the runs folder)')
     l.add_argument('--base-digest', default=None, help="the base image's digest, sha256:..., to pin it beyond its tag")
     l.add_argument('--repo', default=None, help="the repository with the run's commit, if not where it was recorded")
     d = sub.add_parser('drill', help='reproduce completed runs picked at random over their ages; log each verdict; exit 1 if any failed')
@@ -85,7 +88,9 @@ def main(argv=None) -> int:
     "The `fastrepro` console script."
     a = _parser().parse_args(argv)
     try: return _dispatch(a)
-    except (FileNotFoundError, FileExistsError, LookupError, ValueError, NotADirectoryError, ImportError, ConnectionError, RuntimeError, OSError, subprocess.SubprocessError) as e:  # 2: cannot run, never 1 (differs)  # ManifestError and SweepError are ValueErrors
+    # 2: cannot run, never 1 (differs); ManifestError and SweepError are ValueErrors
+    except (FileNotFoundError, FileExistsError, LookupError, ValueError, NotADirectoryError, ImportError, ConnectionError, RuntimeError, OSError,
+            subprocess.SubprocessError) as e:
         print(f"fastrepro: error: {e}", file=sys.stderr); return 2
 
 # %% ../nbs/27_cli.ipynb #32545aef

@@ -1,4 +1,4 @@
-"""Shuffle order, worker seeds, item transforms and batch transforms, each drawn from its own keyed stream, so that a batch does not depend on what ran before it or on which worker made it.
+"""Shuffle order, worker seeds, item and batch transforms, each from its own keyed stream: a batch depends on neither what ran before nor which worker made it.
 
 Docs: https://fastrepro.github.io/fastrepro/data.html.md"""
 
@@ -120,7 +120,8 @@ def keyed_batch(self:StreamKeys, b, f):
         try: return f(b)
         finally: self.give_back()
     n, batch = find_bs(b), self.batch
-    if n % ss: raise ValueError(f"elastic mode: a training batch of {n} items does not cut into shards of {ss}; every training batch must be whole (drop_last=True)")
+    if n % ss: raise ValueError(f"elastic mode: a training batch of {n} items does not cut into shards of {ss}; "
+                                "every training batch must be whole (drop_last=True)")
     first, self.batch = (getattr(self, 'rank', None) or 0) * (n // ss), batch + 1  # a rank holds a contiguous block of the global batch
     out = []
     try:

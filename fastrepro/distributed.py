@@ -1,4 +1,4 @@
-"""Data-parallel training with `torchrun` that is reproducible: one keyed order split by global batch, item randomness keyed by dataset index, ranks that agree before they train, and a manifest that records the topology.
+"""Reproducible data-parallel training with `torchrun`: a keyed order split by global batch, items keyed by index, agreeing ranks, a recorded topology.
 
 Docs: https://fastrepro.github.io/fastrepro/distributed.html.md"""
 
@@ -174,7 +174,8 @@ def check_trainer(trainer:DistributedTrainer, learn, world_size:int):
 
 # %% ../nbs/10_distributed.ipynb #2cc80622
 LR_FIND_HANGS = ("`lr_find` inside `distrib_ctx` hangs in fastai 2.8: only rank 0 saves the weights it restores, so rank 0 waits "
-                 "in `learn.load`'s barrier for ranks that never reach it. Find the learning rate in one process (without `torchrun`) and pass it to the script.")
+                 "in `learn.load`'s barrier for ranks that never reach it. "
+                 "Find the learning rate in one process (without `torchrun`) and pass it to the script.")
 
 # %% ../nbs/10_distributed.ipynb #24a5b5f6
 def _keyed_wrap_dl(trainer, dl):

@@ -201,7 +201,7 @@ class _TracedFit:
 
 # %% ../nbs/22_diverge.ipynb #9974f974
 def _fresh_pair(make_learner, fit, folder:Path, tag:str, timeout, max_steps, checkpoint_every=None, run:dict=None, **kwargs) -> tuple:
-    "Run `fit(make_learner())` traced in two fresh processes at once (the first taking checkpoints if asked; on `run`'s CPUs, in its numerics); return both traces and the first's manifests."
+    "Run `fit(make_learner())` traced in two fresh processes at once; return both traces and the first's manifests."
     cpus, numerics, warm = (run or {}).get('cpus') or (None, None), (run or {}).get('numerics'), (run or {}).get('warm')
     paths = [folder/f'{tag}-{ab}.jsonl' for ab in 'ab']
     ckpts = [(str(folder/'checkpoints'), checkpoint_every) if checkpoint_every else None, None]
@@ -229,7 +229,8 @@ def _checkpoint_before(light:DivergenceReport, folder:Path, manifests:list) -> t
     return None, 0
 
 # %% ../nbs/22_diverge.ipynb #e48b05d9
-def _replay_to_divergence(light:DivergenceReport, make_learner, fit, folder:Path, timeout, every:int, what:tuple, manifests=None, run:dict=None) -> DivergenceReport:
+def _replay_to_divergence(light:DivergenceReport, make_learner, fit, folder:Path, timeout, every:int, what:tuple,
+                          manifests=None, run:dict=None) -> DivergenceReport:
     "Replay both runs to the step `light` found, with the full level on it: from run A's last checkpoint before it if there is one, else from the start."
     g = light.global_step
     ckpt, first = _checkpoint_before(light, folder/'checkpoints', manifests) if manifests else (None, 0)

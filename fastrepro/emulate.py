@@ -39,7 +39,7 @@ def cpu_models() -> tuple:
 
 # %% ../nbs/00b_emulate.ipynb #9f343606
 def check_cpu_model(model, name:str='cpu', caller:str=None) -> str:
-    "Return `model` if `qemu-x86_64` knows it, else raise a `ValueError` that names `caller`, the parameter `name` and the models (or `check_emulation_host`'s error)."
+    "Return `model` if `qemu-x86_64` knows it, else raise a `ValueError` that names `caller`, `name` and the models."
     if isinstance(model, str) and model in cpu_models(): return model
     raise ValueError(f"{f'{caller}: ' if caller else ''}`{name}` must be a CPU model that {QEMU} knows, got {model!r}. "
                      f"For example 'Nehalem' (SSE4.2), 'Haswell' (AVX2, Intel), 'EPYC' (AVX2, AMD); all: {', '.join(cpu_models())}")

@@ -131,7 +131,9 @@ def read_blob(runs, # the runs folder the manifest is in
               sha256:str) -> bytes:
     "The blob stored as `<runs>/objects/<sha256>`, checked against its hash."
     p = Path(runs)/'objects'/sha256
-    if not p.is_file(): raise FileNotFoundError(f"no blob {sha256[:12]} in {Path(runs)/'objects'}: the manifest refers to it, but it was not stored there (or was deleted)")
+    if not p.is_file():
+        raise FileNotFoundError(f"no blob {sha256[:12]} in {Path(runs)/'objects'}: "
+                                "the manifest refers to it, but it was not stored there (or was deleted)")
     data = p.read_bytes()
     if hashlib.sha256(data).hexdigest() != sha256: raise BlobError(f"blob {p} does not match its sha256: it was changed after it was stored")
     return data

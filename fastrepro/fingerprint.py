@@ -1,4 +1,4 @@
-"""Content hashes of files, folders, item lists, DataFrames, DataLoaders and model weights, with a per-file hash cache so that re-fingerprinting unchanged data costs only `stat` calls.
+"""Content hashes of files, folders, item lists, DataFrames, DataLoaders and weights, with a per-file cache: unchanged data costs only `stat` calls.
 
 Docs: https://fastrepro.github.io/fastrepro/fingerprint.html.md"""
 

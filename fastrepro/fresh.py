@@ -1,4 +1,4 @@
-"""Train in a new Python interpreter: the job, its payload, the child's environment and temporary folder, the one entry point every check uses, `torchrun` launches, and stopping a run.
+"""Train in a new interpreter: the job, its payload, the child's environment and temporary folder, the one entry point, `torchrun` launches, stopping a run.
 
 Docs: https://fastrepro.github.io/fastrepro/fresh.html.md"""
 
@@ -29,7 +29,7 @@ __all__ = ['CHILD', 'HISTORY_CELLS', 'pack_for_child', 'child_start_method', 'un
 # %% ../nbs/14_fresh.ipynb #7205085e
 def pack_for_child(job, # a function the child calls; what it returns, `torch.save` must write
                    **kwargs) -> bytes:
-    "`job` and its arguments cloudpickled, behind what a child needs to run them as this process would: the parent's `sys.path`, working directory and start method (if set)."
+    "`job` and its arguments cloudpickled, behind what a child needs to run them as this process would."
     context = dict(sys_path=list(sys.path), cwd=os.getcwd(), start_method=multiprocessing.get_start_method(allow_none=True))
     return pickle.dumps((context, cloudpickle.dumps((job, kwargs))))
 
@@ -71,7 +71,7 @@ def fresh_env(runs, # the fresh run's runs folder, where its manifests go
               numerics:str=None, # the child's numerics, set before its torch starts; None: this process's (`FASTREPRO_NUMERICS`)
               cpu:str=None # the CPU model the child runs on, emulated (recorded in its manifests)
              ) -> dict:
-    "The environment of a fresh run: the caller's without a launcher's variables, with `runs` as its runs folder, MLflow logging off, a hash seed of its own, and its numerics."
+    "The caller's environment for a fresh run: no launcher's variables; its own runs folder, hash seed and numerics."
     pins = {'FASTREPRO_NUMERICS', *NUMERICS_VARS} - {'OMP_NUM_THREADS'}  # the thread count stays the caller's: a setting of its own
     drop = set(LAUNCH_VARS) | {'FASTREPRO_EMULATED_CPU'} | (pins if numerics is not None else set())
     env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith('TORCHELASTIC_')}
@@ -105,7 +105,7 @@ def run_child(cmd:list, env:dict, timeout:float=None) -> subprocess.CompletedPro
 def launch(payload:bytes, folder:Path, tag:str, timeout:float=None, procs:int=1, cpu:str=None, numerics:str=None,
            warm:bool=None, # fork it from a warm interpreter (`fastrepro.warm`); None: unless `FASTREPRO_WARM=0`
            lane:int=0) -> tuple: # runs that a check compares go down different lanes: different hash seeds
-    "Run `payload` in a fresh child (or `procs` of them under `torchrun`; on the emulated `cpu`; in `numerics`) from `folder`, its manifests going to `folder/'runs'`: (the finished process, its result's file)."
+    "Run `payload` in a fresh child from `folder` (manifests in `folder/'runs'`): (finished process, result's file)."
     folder.mkdir(parents=True, exist_ok=True)
     pin, out = folder/f'{tag}.payload', folder/f'{tag}.pt'
     cmd = child_command(procs, folder, cpu) + [str(pin), str(out)]  # before writing: a bad `cpu` leaves nothing behind

@@ -1,4 +1,4 @@
-"""`lock_run` (`fastrepro lock` in a shell): from a run's manifest, the files that rebuild its environment months later: every package pinned with its hash, the packages installed from a checkout built into wheels at their recorded commit, the exact Python, and a container that reruns the run and checks itself.
+"""`lock_run` (`fastrepro lock`): the files that rebuild a run's environment months later, every package pinned by hash, and a container that checks itself.
 
 Docs: https://fastrepro.github.io/fastrepro/lock.html.md"""
 
@@ -93,7 +93,8 @@ def _source_tree(name:str, src:dict, m:dict, runs:Path, dest:Path) -> Path:
 # %% ../nbs/24_lock.ipynb #098451ab
 def _apply_run_changes(name:str, code:dict, runs:Path, dest:Path):
     "The run's stored patch and untracked files, on the files of its commit in `dest`; a `LockError` if the record lacks any."
-    if code.get('left_out') or code.get('error'): raise LockError({name: f"the run's record lacks part of its code: {code.get('left_out') or code.get('error')}"})
+    if code.get('left_out') or code.get('error'):
+        raise LockError({name: f"the run's record lacks part of its code: {code.get('left_out') or code.get('error')}"})
     try: restore_tree(code, runs, dest)
     except RuntimeError as e: raise LockError({name: str(e)}) from None
 
@@ -143,8 +144,10 @@ def dockerfile(m:dict, digest:str=None) -> str:
     root = (m.get('data') or {}).get('root')
     lines = [f"# The environment of fastrepro run {m['run_id']}, from its manifest (fastrepro lock).",
              *([] if digest else ["# WARNING: the base image is pinned by tag only, and a tag can move: pass --base-digest sha256:... to pin it by digest"]),
-             *([f"# Run it with the data mounted where the run read it: docker run --rm{' --gpus all' if gpu else ''} -v {root}:{root}:ro IMAGE"] if root else []),
-             *(["# The CUDA image's tag follows the recorded CUDA version; check that it exists (older CUDA releases name cuDNN in it, e.g. -cudnn8-)"] if gpu else []),
+             *([f"# Run it with the data mounted where the run read it: "
+                f"docker run --rm{' --gpus all' if gpu else ''} -v {root}:{root}:ro IMAGE"] if root else []),
+             *(["# The CUDA image's tag follows the recorded CUDA version; "
+                "check that it exists (older CUDA releases name cuDNN in it, e.g. -cudnn8-)"] if gpu else []),
              f"FROM {image}", "WORKDIR /repro", "COPY requirements.lock.txt .python-version code.bundle ./", "COPY wheels/ wheels/", "COPY record/ record/",
              *[f"RUN {step}" for step in _install(m)], "RUN git clone -q code.bundle repo",
              *([f"ENV PATH=/venv/bin:$PATH"] if gpu else []),
@@ -194,7 +197,9 @@ def _lock_header(m:dict, path:Path):
     "Say at the top of the lock whose environment it is, and which torch build (its local version is torch's own, not the wheel's)."
     e = m['environment']
     path.write_text(f"# fastrepro lock of run {m['run_id']}: Python {e['python']} ({e.get('implementation')}, {e.get('platform_tag')}), "
-                    f"torch build {e.get('torch')}, CUDA {e.get('cuda')}\n# install: uv pip install --require-hashes --no-deps --index-strategy unsafe-best-match -r requirements.lock.txt (from this folder)\n" + path.read_text())
+                    f"torch build {e.get('torch')}, CUDA {e.get('cuda')}\n"
+                    "# install: uv pip install --require-hashes --no-deps --index-strategy unsafe-best-match -r requirements.lock.txt (from this folder)\n"
+                    + path.read_text())
 
 # %% ../nbs/24_lock.ipynb #8ac981e1
 def _wheel_lines(wheels:list) -> str:
@@ -236,11 +241,12 @@ def lock_run(run, # a manifest's path
          out=None, # the folder to write (default: `lock-<run id>` beside the runs folder); it must not exist
          base_digest:str=None, # the base image's digest (`sha256:...`), to pin it beyond its tag
          repo=None) -> Path: # the repository with the run's commit, if not where it was recorded
-    "Write the locked environment of run `run` into `out`: the lock with hashes, wheels of checkouts, pylock.toml, .python-version, a Dockerfile and an apptainer.def."
+    "Write run `run`'s locked environment into `out`, a new folder: the lock with hashes and the recipes around it."
     path = Path(run); m = load_manifest(path)
     out = Path(out) if out is not None else path.parent.parent/f"lock-{m['run_id']}"
     if out.exists(): raise FileExistsError(f"`out` exists: {out}; lock writes a new folder")
-    if base_digest is not None and not re.fullmatch(r'sha256:[0-9a-f]{64}', base_digest): raise ValueError(f"`base_digest` must be sha256:<64 hex digits>, got {base_digest!r}")
+    if base_digest is not None and not re.fullmatch(r'sha256:[0-9a-f]{64}', base_digest):
+        raise ValueError(f"`base_digest` must be sha256:<64 hex digits>, got {base_digest!r}")
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f'.lock-{m["run_id"]}-', dir=out.parent) as tmp:
         work = Path(tmp)/'lock'
@@ -261,8 +267,9 @@ def locked_python(lock_dir) -> Path:
     env.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f'.{key}-', dir=env.parent))
     try:
-        for cmd in (['venv', '-q', '--relocatable', '--python', ver, str(tmp)], ['pip', 'install', '-q', '--python', str(tmp/'bin'/'python'), '--require-hashes', '--no-deps',
-                                                                '--index-strategy', 'unsafe-best-match', '-r', req.name]):
+        for cmd in (['venv', '-q', '--relocatable', '--python', ver, str(tmp)],
+                    ['pip', 'install', '-q', '--python', str(tmp/'bin'/'python'), '--require-hashes', '--no-deps',
+                     '--index-strategy', 'unsafe-best-match', '-r', req.name]):
             r = subprocess.run([*_uv(), *cmd], cwd=lock_dir, capture_output=True, text=True, timeout=1800)
             if r.returncode != 0: raise LockError({'(environment)': f"uv {cmd[0]} failed, nothing substituted: {r.stderr.strip()[-600:]}"})
         (tmp/'.complete').write_text(str(lock_dir.resolve()))

@@ -1,4 +1,4 @@
-"""A machine-readable record of everything a run's result depends on, layer by layer, written atomically, loaded without executing anything, and compared with `diff_manifests`.
+"""A machine-readable record of all a run's result depends on, written atomically, loaded without executing anything, and compared with `diff_manifests`.
 
 Docs: https://fastrepro.github.io/fastrepro/manifest.html.md"""
 
@@ -23,7 +23,9 @@ __all__ = ['SCHEMA_VERSION', 'LAYERS', 'REQUIRED', 'STATUSES', 'MANIFEST_SCHEMES
 # them, and starts in milliseconds
 
 # %% ../nbs/05_manifest.ipynb #341056c1
-SCHEMA_VERSION = '1.3'  # 1.1: the entry, the dirty tree's patch and files, package sources, threads, fit_position; 1.2: the data's DVC version; 1.3: the workers' start method
+# 1.1: the entry, the dirty tree's patch and files, package sources, threads, fit_position;
+# 1.2: the data's DVC version; 1.3: the workers' start method
+SCHEMA_VERSION = '1.3'
 LAYERS = ('data', 'code', 'environment', 'hardware', 'env_vars', 'randomness', 'hyperparameters', 'results')
 REQUIRED = ('schema_version', 'run_id', 'status', 'started_at', *LAYERS)
 STATUSES = ('running', 'completed', 'cancelled', 'failed', 'diverged', 'killed')
@@ -85,7 +87,7 @@ def write_manifest(m:dict, path=None, data_dir=None) -> Path:
 
 # %% ../nbs/05_manifest.ipynb #fd9aaaec
 def blob_refs(m:dict) -> list:
-    "The sha256 of every blob manifest `m` can refer to: the stored patch, the untracked files, and the data splits' listings (a split of files is stored under its fingerprint)."
+    "The sha256 of every blob manifest `m` can refer to: its stored patch, untracked files and data splits' listings."
     c, splits = m.get('code') or {}, ((m.get('data') or {}).get('splits') or {})
     return ([c['patch']['sha256']] if (c.get('patch') or {}).get('stored') else []) + [u['sha256'] for u in c.get('untracked') or []] + \
            [s['sha256'] for s in splits.values() if isinstance(s, dict) and 'sha256' in s]

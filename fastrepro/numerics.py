@@ -1,4 +1,4 @@
-"""`numerics='portable'`: pin every component that picks its code path by the CPU it finds, so that a run gives the same bits on any x86-64 CPU; `'portable-avx2'`, faster, on any with AVX2.
+"""`numerics='portable'`: pin every component that picks code by the CPU, for the same bits on any x86-64 CPU; `'portable-avx2'`, faster, on any with AVX2.
 
 Docs: https://fastrepro.github.io/fastrepro/numerics.html.md"""
 

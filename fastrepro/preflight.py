@@ -155,7 +155,8 @@ def _check_hardware(m:dict, pf:PreflightReport, now:dict=None):
     elif gpus(rec) != gpus(now): pf.note('hardware', f"GPUs {gpus(rec)} recorded, {gpus(now)} here")
     if rec.get('cpu_model') != now.get('cpu_model'): pf.note('hardware', f"CPU {rec.get('cpu_model')} recorded, {now.get('cpu_model')} here")
     if rec.get('threads') is None: pf.note('hardware', "no thread counts recorded (before schema 1.1): the rerun uses this machine's")
-    if (n := (rec.get('topology') or {}).get('world_size') or 1) > 1: pf.fail('hardware', f"a run of {n} processes: reproduce replays one process, not a launch")
+    if (n := (rec.get('topology') or {}).get('world_size') or 1) > 1:
+        pf.fail('hardware', f"a run of {n} processes: reproduce replays one process, not a launch")
 
 # %% ../nbs/24a_preflight.ipynb #d3ca1d54
 def preflight(m:dict, # the run's manifest

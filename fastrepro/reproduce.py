@@ -227,7 +227,8 @@ class ReproductionReport:
 def to_dict(self:ReproductionReport) -> dict:
     "The whole report, as `fastrepro reproduce --json` prints it."
     return dict(run_id=self.m['run_id'], manifest=str(self.path), verdict=self.verdict, exit_code=self.exit_code, require=self.require,
-                epochs=self.epochs, cpu=self.cpu, sweep=str(self.sweep.path or self.sweep.name) if self.sweep else None, preflight=self.preflight.to_dict(), data=self.data, fit=self.fit, error=self.error, seconds=self.seconds,
+                epochs=self.epochs, cpu=self.cpu, sweep=str(self.sweep.path or self.sweep.name) if self.sweep else None,
+                preflight=self.preflight.to_dict(), data=self.data, fit=self.fit, error=self.error, seconds=self.seconds,
                 new_run_id=self.new['run_id'] if self.new else None,
                 diff=[dict(layer=l, field=f, old=o, new=n, matters=x) for l, f, o, n, x in self.diff or []])
 
@@ -238,7 +239,8 @@ def __str__(self:ReproductionReport):
     lines = [f"{self.m['run_id']}{on}: {self.verdict.upper()}" + (f" ({self.fit['reason']})" if self.fit else ''), "preflight:", str(self.preflight)]
     if self.error: lines.append(f"rerun: {self.error}")
     if self.diff is not None and self.verdict != 'bitwise': lines += ["what differs from the record:", str(self.diff)]
-    if self.seconds: lines.append('took ' + ', '.join(f"{k} {v:.2f} s" for k, v in self.seconds.items()) + (f"; the rerun started {self.started}" if self.started else ''))
+    if self.seconds: lines.append('took ' + ', '.join(f"{k} {v:.2f} s" for k, v in self.seconds.items())
+                                  + (f"; the rerun started {self.started}" if self.started else ''))
     return '\n'.join(lines)
 ReproductionReport.__repr__ = ReproductionReport.__str__
 
@@ -264,7 +266,7 @@ def _output(args, code:int, out:str, pid:int) -> subprocess.CompletedProcess:
     return res
 
 def _start_rerun(e:dict, src:Path, python, env:dict, timeout, cpu, warm) -> tuple:
-    "Start entry `e` from `src`, forked from a warm interpreter where it can be (`fastrepro.warm`), else cold: (its output, exit code and `pid`; how it started, and why cold)."
+    "Start entry `e` from `src`, forked from a warm interpreter where it can, else cold: (its output, how it started)."
     from fastrepro.warm import try_warm, warm_wanted
     why = 'warm=False or FASTREPRO_WARM=0' if not warm_wanted(warm) else f'another Python, {python}' if python not in (None, sys.executable) else None
     if why is None:

@@ -147,7 +147,8 @@ def seed_all(k:int):
 # %% ../nbs/01_seed.ipynb #cad72855
 def check_fastai_seed(s, name:str='s', caller:str='set_seed') -> int:
     "Return `s` if fastai's `set_seed` takes it (an int that torch's `manual_seed` takes), else raise an error that names `caller` and `name`."
-    if not isinstance(s, (int, np.integer)): raise TypeError(f"{caller}: the seed `{name}` must be an int, as fastai's set_seed takes, got {type(s).__name__} {s!r}")
+    if not isinstance(s, (int, np.integer)):
+        raise TypeError(f"{caller}: the seed `{name}` must be an int, as fastai's set_seed takes, got {type(s).__name__} {s!r}")
     if not -2**63 <= s < 2**64: raise ValueError(f"{caller}: the seed `{name}` must be an int in [-2**63, 2**64), as torch's manual_seed takes, got {s}")
     return int(s)
 
@@ -155,7 +156,7 @@ def check_fastai_seed(s, name:str='s', caller:str='set_seed') -> int:
 def set_seed(s:int, # the seed: any int fastai's `set_seed` takes
              reproducible:bool=True, # fix cuDNN: `deterministic=True`, `benchmark=False` (fastai's meaning)
              deterministic:str|bool='warn', # False, 'warn', True or 'strict': torch's deterministic-algorithms mode
-             numerics:str=None): # 'stock', 'portable' (the same bits on any x86-64 CPU) or 'portable-avx2' (on any with AVX2); None: as `FASTREPRO_NUMERICS` says
+             numerics:str=None): # 'stock', 'portable' (same bits on any x86-64 CPU) or 'portable-avx2' (on any with AVX2); None: as `FASTREPRO_NUMERICS` says
     "Seed Python, NumPy and torch (CPU and all CUDA devices), and set determinism and numerics modes; return a `SeedRecord`."
     s, mode = check_fastai_seed(s), check_deterministic(deterministic)
     if numerics is not None: check_numerics(numerics, caller='set_seed')

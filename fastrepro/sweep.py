@@ -1,4 +1,4 @@
-"""Train the same pipeline on several seeds in fresh processes, summarise each metric with intervals, and answer two questions a single run cannot: is this new run inside the band of the seeds, and is setting B really better than setting A?
+"""Train on several seeds in fresh processes, summarise each metric with intervals, and judge: is a new run in the seeds' band; is setting B better than A?
 
 Docs: https://fastrepro.github.io/fastrepro/sweep.html.md"""
 
@@ -328,7 +328,7 @@ def __repr__(self:BandReport):
 
 # %% ../nbs/18_sweep.ipynb #48aaa9f5
 def _seed_varied(ms:list) -> set:
-    "The data and hyperparameter fields in which two runs of a sweep (`_manifests(sweep, 2)`) differ: its seeds vary them (a random split, the initial weights)."
+    "The data and hyperparameter fields two runs of a sweep (`_manifests(sweep, 2)`) differ in: its seeds vary them."
     # code, environment and hardware are never a seed's doing, even where two runs differ there
     return {f for l, f, *_ in diff_manifests(*ms) if l in ('data', 'hyperparameters')} if len(ms) == 2 else set()
 

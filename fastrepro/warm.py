@@ -44,7 +44,7 @@ def _pythonpath_dirs(pythonpath:str|None, cwd:str) -> list:
 
 def run_sys_path(first:str, # '' for `python -c`, a script's folder, the working directory for `python -m`
                  pythonpath:str|None, base:list) -> list:
-    "The `sys.path` a cold interpreter started in the current directory has: `first`, `pythonpath`'s folders made absolute (an empty entry is the directory), then `base`, each once."
+    "The `sys.path` a cold interpreter started in the current directory has: `first`, `pythonpath`'s folders, `base`."
     return list(dict.fromkeys([first, *_pythonpath_dirs(pythonpath, os.getcwd()), *base]))
 
 # %% ../nbs/02a_warm.ipynb #a4a9d7e4
@@ -79,7 +79,7 @@ QUIET = {'OMP_NUM_THREADS': '1', 'JE_ARROW_MALLOC_CONF': 'background_thread:fals
 
 # %% ../nbs/02a_warm.ipynb #c732bab4
 def zygote_env(env:dict, hash_seed:int) -> dict:
-    "The environment of a warm interpreter for runs in `env`: `env` without `PYTHONPATH`, with a hash seed of its own and no thread started while it loads (`QUIET`)."
+    "A warm interpreter's environment for runs in `env`: `env` without `PYTHONPATH`, its own hash seed, and `QUIET`."
     env = {k: v for k, v in env.items() if k != 'PYTHONPATH'}  # it imports from the installed packages alone (`run_sys_path`)
     return {**{k: v for k, v in QUIET.items() if k not in env}, **env, 'PYTHONHASHSEED': str(hash_seed)}  # a pinned one, where env pins it
 
@@ -113,7 +113,7 @@ def how_started() -> str:
 
 # %% ../nbs/02a_warm.ipynb #2d063b17
 def fresh_entropy(threads:int=None):
-    "Draw again what a cold start draws from OS entropy: Python's `random`, NumPy's legacy global state, torch's default CPU generator; set torch's `threads` as a cold start would."
+    "Draw again what a cold start draws from OS entropy, and set torch's `threads` as a cold start would."
     random.seed()
     if (np := sys.modules.get('numpy')) is not None: np.random.seed()
     if (torch := sys.modules.get('torch')) is not None:
@@ -255,7 +255,7 @@ ZYGOTE = "import sys; from fastrepro.warm import serve; serve(int(sys.argv[1]), 
 
 # %% ../nbs/02a_warm.ipynb #b556d729
 class WarmInterpreter:
-    "A warm interpreter for runs in one environment: started with the environment's load-time part (`load_time_env`), a hash seed of its own and `preload` imported; `run` forks a run from it."
+    "A warm interpreter for runs in one environment; `run` forks a run from it."
     def __init__(self, env:dict, cpu:str=None, hash_seed:int=None, preload=PRELOAD):
         self.key, self.cpu, self.hash_seed = load_time_env(env), cpu, hash_seed or secrets.randbelow(2**32 - 1) + 1
         self.ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -307,7 +307,7 @@ def _check(self:WarmInterpreter, env:dict, cwd:str, path0:str):
 @patch
 def run(self:WarmInterpreter, code:str, args:list, env:dict, cwd:str, timeout:float=None,
         path0:str='') -> subprocess.CompletedProcess: # `sys.path[0]`: '' as for `python -c`, or a script's folder
-    "Run `python -c code *args` as a fork of this interpreter, in `env` from `cwd`: what `subprocess.run(..., capture_output=True, text=True)` returns, with `pid`."
+    "Run `python -c code *args` as a fork of this interpreter, in `env` from `cwd`: a `CompletedProcess`, with `pid`."
     self.wait_ready(); self._check(env, cwd, path0)
     status, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
@@ -379,7 +379,7 @@ def _hash_seed(env:dict, key:tuple) -> int:
 
 # %% ../nbs/02a_warm.ipynb #a03d3be5
 def warm_interpreter(env:dict, cpu:str=None, lane:int=0) -> WarmInterpreter:
-    "This session's warm interpreter for runs in `env` (on the emulated `cpu`) in `lane`: runs in different lanes have different hash seeds, unless `env` pins one."
+    "This session's warm interpreter for runs in `env` (on the emulated `cpu`) in `lane`."
     key = (sys.executable, cpu, load_time_env(env))
     with _POOL_LOCK:
         if key in _NO_WARM: raise WarmUnavailable(_NO_WARM[key])
@@ -415,7 +415,7 @@ def _forget_dead(why:str):
 # %% ../nbs/02a_warm.ipynb #c6cb320d
 def try_warm(code:str, args:list, env:dict, cwd:str, timeout:float=None, cpu:str=None, lane:int=0,
              path0:str='') -> tuple: # `sys.path[0]`: '' as for `python -c`, or a script's folder
-    "Run `python -c code *args` forked from this session's warm interpreter for `env`: (what `run` returns, None), or (None, why it cannot) for the caller to start it cold."
+    "Run `python -c code *args` forked from this session's warm interpreter for `env`: (result, None) or (None, why)."
     try: return warm_interpreter(env, cpu, lane).run(code, args, env, cwd, timeout, path0), None
     except WarmUnavailable as e:
         _forget_dead(str(e))
