@@ -7,10 +7,11 @@ from .seed import set_seed, stream_seed, purpose_seeds
 from .numerics import numerics_state
 from .bits import same_bits
 from .fingerprint import hash_state_dict, fingerprint_folder, fingerprint_dls
-from .manifest import load_manifest
+from .manifest import load_manifest, last_manifest
 from .diff import diff_manifests
 from .data import keyed_loader
 from .record import record_artifact
+from .dvc import MetricsFileCallback
 from .elastic import process_bs
 from .callback import ReproCallback
 from .learner import repro_learner
@@ -26,9 +27,10 @@ from .reproduce import reproduce
 from .drill import drill, verify_log
 from .cli import manifest_summary
 
-__all__ = ['set_seed', 'stream_seed', 'purpose_seeds', 'numerics_state', 'same_bits', 'hash_state_dict', 'fingerprint_folder', 'fingerprint_dls',
-           'load_manifest', 'diff_manifests', 'keyed_loader', 'record_artifact', 'process_bs', 'ReproCallback', 'repro_learner',
-           'verify_reproducible', 'digits_path', 'digits_dblock', 'digits_cnn', 'every_nth_image', 'tabular_frame', 'wine_learner',
-           'stock_drift', 'seed_sweep', 'load_sweep', 'compare_sweeps', 'variance_sources', 'ReproCheckpoint', 'load_checkpoint',
-           'verify_resume', 'TraceCallback', 'load_trace', 'compare_traces', 'find_divergence', 'lock_run', 'reproduce', 'drill',
-           'verify_log', 'manifest_summary']
+__all__ = ['set_seed', 'stream_seed', 'purpose_seeds', 'numerics_state', 'same_bits', 'hash_state_dict',
+           'fingerprint_folder', 'fingerprint_dls', 'load_manifest', 'diff_manifests', 'keyed_loader',
+           'record_artifact', 'last_manifest', 'MetricsFileCallback', 'process_bs', 'ReproCallback', 'repro_learner',
+           'verify_reproducible', 'digits_path', 'digits_dblock', 'digits_cnn', 'every_nth_image', 'tabular_frame',
+           'wine_learner', 'stock_drift', 'seed_sweep', 'load_sweep', 'compare_sweeps', 'variance_sources',
+           'ReproCheckpoint', 'load_checkpoint', 'verify_resume', 'TraceCallback', 'load_trace', 'compare_traces',
+           'find_divergence', 'lock_run', 'reproduce', 'drill', 'verify_log', 'manifest_summary']

@@ -1,4 +1,4 @@
-"""Before each fit: reseed every RNG from the fit's key and give every loader fresh keyed streams. A fit's result then depends on its seed and its fit index, not on what ran before it.
+"""Before each fit, reseed every RNG from the fit's key and give each loader fresh keyed streams: a fit depends on its seed and index, not on what ran before.
 
 Docs: https://fastrepro.github.io/fastrepro/callback.html.md"""
 
@@ -17,15 +17,15 @@ from .numerics import check_numerics, use_numerics
 from .seed import check_seed, check_deterministic, stream_seed, set_seed, rng_states, set_rng_states, NondeterministicOps
 from .data import reseed_dls, set_epoch, release_dls, keyed_loader
 from .elastic import ElasticStep, check_shards
-from .manifest import finish_manifest, write_manifest
-from .record import start_fit_manifest, end_fit_manifest, record_progress, recorded_epochs, write_metrics, remember_manifest, last_manifest
+from .manifest import finish_manifest, write_manifest, remember_manifest, last_manifest
+from .record import start_fit_manifest, end_fit_manifest, record_progress, recorded_epochs
 
 # %% auto #0
-__all__ = ['REBUILD_MODES', 'AFTER_FIT_RAISED', 'PROGRESS_EVERY_S', 'DRILL_EPOCHS', 'DRILL_FIT', 'DRILL_STOP', 'ReproCallback',
-           'active_repro', 'canonical_state', 'tell_manifest', 'extend_manifest', 'DrillStop', 'rebuild_dls']
+__all__ = ['AFTER_FIT_RAISED', 'PROGRESS_EVERY_S', 'REPRO_SETTINGS', 'DRILL_EPOCHS', 'DRILL_FIT', 'DRILL_STOP', 'ReproCallback',
+           'repro_callbacks', 'active_repro', 'setting_changes', 'canonical_state', 'tell_manifest', 'extend_manifest',
+           'DrillStop', 'rebuild_dls']
 
 # %% ../nbs/12_callback.ipynb #157046cc
-REBUILD_MODES = ('reseed', 'full')
 AFTER_FIT_RAISED = "a callback's after_fit raised after training, so the fit never returned"
 PROGRESS_EVERY_S = 1.0  # the running manifest is rewritten after an epoch at most this often (each write costs about 1.3 ms)
 
@@ -33,40 +33,56 @@ PROGRESS_EVERY_S = 1.0  # the running manifest is rewritten after an epoch at mo
 class ReproCallback(Callback):
     "Reseed every RNG and give every loader fresh keyed streams before each fit."
     order = TrainEvalCallback.order - 10
-    def __init__(self, seed:int=None, # the run's seed; None: `learn.repro_seed`, else 42
-                 rebuild:str='reseed', # 'reseed' rekeys the loaders; 'full' rebuilds them from the DataBlock
-                 deterministic=None, # `set_seed`'s mode; None: `learn.repro_deterministic`, else 'warn'
-                 manifest:bool=True, # write a run manifest for every fit (see `fastrepro.manifest`)
+    def __init__(self, seed:int=None, # the run's seed; None: the learner's first `ReproCallback`'s, else 42
+                 rebuild:bool=False, # build the loaders again from the DataBlock before each fit; False: rekey the ones there
+                 deterministic=None, # `set_seed`'s mode; None: the first `ReproCallback`'s, else 'warn'
+                 record:bool=True, # write a run manifest for every counted fit (see `fastrepro.manifest`)
                  runs_dir=None, # where manifests go: None is `$FASTREPRO_RUNS`, else `./runs`
                  shards:int=None, # the elastic mode: k shards per global batch, the same bits on any W dividing k (`fastrepro.elastic`)
-                 numerics:str=None, # 'portable' or 'portable-avx2': the same bits on any x86-64 CPU, or any with AVX2 (`fastrepro.numerics`); None: `learn.repro_numerics`, else `FASTREPRO_NUMERICS`
-                 metrics_file=None): # after each counted fit, its last epoch's metrics go to this JSON file (`dvc metrics show` reads it)
+                 numerics:str=None): # 'portable'/'portable-avx2': same bits on any x86-64/AVX2 CPU; None: the first's, else `FASTREPRO_NUMERICS`
         if seed is not None: check_seed(seed, caller='ReproCallback')
         if numerics is not None: use_numerics(check_numerics(numerics, caller='ReproCallback'))  # now: the earlier, the likelier in time
         if shards is not None: check_shards(shards)
-        if rebuild not in REBUILD_MODES: raise ValueError(f"`rebuild` must be one of {REBUILD_MODES}, got {rebuild!r}")
+        if not isinstance(rebuild, bool): raise TypeError(f"`rebuild` must be True or False, got {rebuild!r}")
         if deterministic is not None: check_deterministic(deterministic)
-        self.seed, self.rebuild, self.deterministic, self.manifest, self.runs_dir, self.shards = seed, rebuild, deterministic, manifest, runs_dir, shards
-        self.numerics, self.metrics_file, self.active = numerics, metrics_file, False
+        self.seed, self.rebuild, self.deterministic, self.record, self.runs_dir, self.shards = seed, rebuild, deterministic, record, runs_dir, shards
+        self.numerics, self.active = numerics, False
         self._init_state()
 
     # A fit's own state, kept out of a pickle (`learn.export`): what varies between processes (a clock), or holds a run's generators
-    _stateattrs = ('run_manifest', 'nondet_ops', 'group', 'written', 'callers_rng', 'evals', 'epochs')
-    def _init_state(self): self.run_manifest, self.nondet_ops, self.group = None, None, None
+    _stateattrs = ('manifest', 'nondet_ops', 'group', 'written', 'callers_rng', 'evals', 'epochs')
+    def _init_state(self): self.manifest, self.nondet_ops, self.group = None, None, None
 
 # %% ../nbs/12_callback.ipynb #a3516619
+def repro_callbacks(learn) -> list:
+    "The `ReproCallback`s of `learn`, in the order they were added."
+    return [cb for cb in learn.cbs if isinstance(cb, ReproCallback)]
+
 @patch
-def _resolve(self:ReproCallback, attr, default): return getattr(self, attr) if getattr(self, attr) is not None else getattr(self.learn, f'repro_{attr}', default)
+def _resolve(self:ReproCallback, attr, default):
+    "Setting `attr`: this callback's, else the learner's first `ReproCallback`'s, else `default`."
+    for cb in (self, *repro_callbacks(self.learn)[:1]):
+        if getattr(cb, attr) is not None: return getattr(cb, attr)
+    return default
 @patch
 def resolved_seed(self:ReproCallback) -> int:
-    "The seed this callback keys its fits with: its own, else the learner's `repro_seed`, else 42."
+    "The seed this callback keys its fits with: its own, else the first `ReproCallback`'s, else 42."
     return self._resolve('seed', 42)
 @patch
 def after_create(self:ReproCallback): reseed_dls(self.dls, self.resolved_seed(), fit=None)
 
 def active_repro(learn) -> ReproCallback|None:
     "The `ReproCallback` that runs `learn`'s fits (the last one added), or None."
-    return next((cb for cb in reversed(learn.cbs) if isinstance(cb, ReproCallback)), None)
+    return next(iter(repro_callbacks(learn)[::-1]), None)
+
+REPRO_SETTINGS = dict(seed=42, deterministic='warn', numerics=None, shards=None, rebuild=False, record=True, runs_dir=None)  # and defaults
+def setting_changes(learn) -> dict:
+    "{setting: (the first `ReproCallback`'s, the active one's)} for each setting the active one sets to another value."
+    cbs = repro_callbacks(learn)
+    if len(cbs) < 2: return {}
+    first, last = cbs[0], cbs[-1]
+    was = {k: first._resolve(k, d) for k, d in REPRO_SETTINGS.items()}
+    return {k: (was[k], getattr(last, k)) for k in REPRO_SETTINGS if getattr(last, k) is not None and getattr(last, k) != was[k]}
 
 # %% ../nbs/12_callback.ipynb #f33674e4
 @patch
@@ -74,14 +90,16 @@ def before_fit(self:ReproCallback):
     self.active = active_repro(self.learn) is self
     if not self.active: return
     if self.learn.lock.locked(): return self._begin_eval()  # validate, get_preds: free passes, and nothing reseeded
+    if changes := setting_changes(self.learn):
+        warnings.warn("this fit's ReproCallback sets " + ', '.join(f"{k}={new!r} (the learner's ReproCallback: {old!r})" for k, (old, new) in changes.items()))
     _clear_unfinished(self.learn)
     elastic = [cb for cb in self.learn.cbs if isinstance(cb, ElasticStep)]
     for cb in elastic: cb.leave_mode()  # what an elastic fit that raised outside its epochs left wrapped, before `distrib_ctx` wraps again
     if self.shards and not elastic: self.learn.add_cb(ElasticStep(self.shards))  # it starts at the fit's first epoch
-    self.callers_rng, self.counted, self.early_stop, self.run_manifest, self.nondet_ops, self.epochs = rng_states(), False, None, None, None, None
+    self.callers_rng, self.counted, self.early_stop, self.manifest, self.nondet_ops, self.epochs = rng_states(), False, None, None, None, None
     self.fit_seed, self.fit_index = self.resolved_seed(), getattr(self.learn, 'repro_fits', 0)
     self.kind = 'lr_find' if any(isinstance(cb, LRFinder) for cb in self.learn.cbs) else 'fit'
-    if self.kind == 'fit' and self.rebuild == 'full': rebuild_dls(self.learn, self.fit_seed)
+    if self.kind == 'fit' and self.rebuild: rebuild_dls(self.learn, self.fit_seed)
     canonical_state(self.learn)
     _no_clock_in_pickle(self.learn)
     fit = f'lr_find:{self.fit_index}' if self.kind == 'lr_find' else self.fit_index
@@ -117,7 +135,7 @@ def _end_eval(self:ReproCallback):
 @patch
 def _close_unfinished(self:ReproCallback):
     "The last counted fit never returned (a callback's `after_fit` raised): end its manifest as failed, with the results it last wrote."
-    m, ops, self.run_manifest, self.nondet_ops = self.run_manifest, self.nondet_ops, None, None
+    m, ops, self.manifest, self.nondet_ops = self.manifest, self.nondet_ops, None, None
     if ops is not None: ops.stop()
     if m is not None: write_manifest(finish_manifest(m, 'failed', AFTER_FIT_RAISED), self.runs_dir)
 
@@ -162,12 +180,12 @@ def before_epoch(self:ReproCallback):
 def before_train(self:ReproCallback):
     if not self.active or self.kind != 'fit' or self.counted: return
     self.learn.repro_fits, self.counted = self.fit_index + 1, True
-    if self.manifest and (self.group is None or self.group.rank == 0):  # one manifest per run: rank 0's
+    if self.record and (self.group is None or self.group.rank == 0):  # one manifest per run: rank 0's
         if self.learn.repro_record.warn_only: self.nondet_ops = NondeterministicOps().start()
-        self.run_manifest = start_fit_manifest(self.learn, self.fit_seed, self.learn.repro_record.as_dict(), fit=self.fit_index, runs=self.runs_dir)
-        self._extend(self.run_manifest)
-        remember_manifest(self.learn, end_fit_manifest(self.learn, self.run_manifest, None, self.runs_dir))  # status `running`
-        tell_manifest(self.learn, self.run_manifest, self.learn.repro_manifest)
+        self.manifest = start_fit_manifest(self.learn, self.fit_seed, self.learn.repro_record.as_dict(), fit=self.fit_index, runs=self.runs_dir)
+        self._extend(self.manifest)
+        remember_manifest(self.learn, end_fit_manifest(self.learn, self.manifest, None, self.runs_dir))  # status `running`
+        tell_manifest(self.learn, self.manifest, last_manifest(self.learn))
         self.written = time.monotonic()
 
 # %% ../nbs/12_callback.ipynb #e1d89904
@@ -180,11 +198,6 @@ def tell_manifest(learn, m:dict, path):
         except Exception as e: warnings.warn(f"{type(cb).__name__}.after_manifest failed: {e!r}")
 
 # %% ../nbs/12_callback.ipynb #6ca20dbd
-@patch(as_prop=True)
-def repro_manifest(self:Learner):
-    "The manifest of the last fit `ReproCallback` counted on this learner, or None; kept beside the learner, so `learn.export` does not pickle it."
-    return last_manifest(self)
-
 def _no_clock_in_pickle(learn):
     "Keep wall-clock time out of what `learn.export` pickles: the Recorder's epoch timer and last log line (fastai sets both at every epoch)."
     rec = getattr(learn, 'recorder', None)
@@ -217,8 +230,7 @@ def _close_fit(self:ReproCallback):
     _remove_guard(self.learn)
     if self.group is not None and self.kind != 'eval': self.group.after_fit(self.learn)  # on every rank: a collective
     epochs = self.__dict__.get('epochs')  # `_end` clears it
-    if self.run_manifest is not None: self._end(*self._ending())
-    if self.metrics_file and epochs and (self.group is None or self.group.rank == 0): write_metrics(epochs, self.metrics_file)
+    if self.manifest is not None: self._end(*self._ending())
     self._leave()
 
 # %% ../nbs/12_callback.ipynb #fdca0731
@@ -250,13 +262,13 @@ def _leave(self:ReproCallback):
 @patch
 def _end(self:ReproCallback, status, error=None):
     "Stop counting non-deterministic ops and write the fit's final manifest."
-    m, ops, self.run_manifest, self.nondet_ops = self.run_manifest, self.nondet_ops, None, None
+    m, ops, self.manifest, self.nondet_ops = self.manifest, self.nondet_ops, None, None
     self._extend(m)
     # warn-only counts what ran; strict mode would have raised at the first such op; with determinism off, nobody knows
     m['randomness']['nondeterministic_ops'] = ops.stop() if ops else ({} if self.learn.repro_record.deterministic_algorithms else None)
     epochs, self.epochs = self.__dict__.get('epochs'), None
     remember_manifest(self.learn, end_fit_manifest(self.learn, m, status, self.runs_dir, error, epochs=epochs))
-    tell_manifest(self.learn, m, self.learn.repro_manifest)
+    tell_manifest(self.learn, m, last_manifest(self.learn))
 
 # %% ../nbs/12_callback.ipynb #841ea983
 def _stopper(tb) -> str|None:
@@ -286,7 +298,7 @@ def _ending(self:ReproCallback) -> tuple:
     if stop and stop['by'] == 'TerminateOnNaNCallback':
         return 'diverged', f"non-finite loss: TerminateOnNaNCallback stopped the fit in epoch {stop['epoch']}"
     if (bad := _nonfinite_losses(self.__dict__.get('epochs') or recorded_epochs(self.learn))) is not None: return 'diverged', bad  # what the manifest records
-    if stop: self.run_manifest['stopped_early'] = stop
+    if stop: self.manifest['stopped_early'] = stop
     return 'completed', None
 
 # %% ../nbs/12_callback.ipynb #2fccecf1
@@ -295,7 +307,7 @@ def _failed(self:ReproCallback, e:BaseException):
     _remove_guard(self.learn)
     self.learn.remove_cbs([cb for cb in self.learn.cbs if isinstance(cb, _AfterAll) and cb.repro is self])  # fastai runs no after_fit
     try:
-        if self.run_manifest is not None: self._end('cancelled' if isinstance(e, KeyboardInterrupt) else 'failed', e)
+        if self.manifest is not None: self._end('cancelled' if isinstance(e, KeyboardInterrupt) else 'failed', e)
     except Exception as w: warnings.warn(f"fastrepro could not write the manifest of the fit that raised {e!r}: {w!r}")
     finally:
         self._leave()
@@ -325,8 +337,8 @@ def _remove_guard(learn):
 @patch
 def write_progress(self:ReproCallback, force:bool=False):
     "After an epoch, once the `Recorder` has its values: rewrite the `running` manifest, so a killed fit says how far it got."
-    if self.run_manifest is None or not force and time.monotonic() - self.written < PROGRESS_EVERY_S: return  # epochs of milliseconds: not every one
-    try: remember_manifest(self.learn, record_progress(self.learn, self.run_manifest, self.runs_dir))
+    if self.manifest is None or not force and time.monotonic() - self.written < PROGRESS_EVERY_S: return  # epochs of milliseconds: not every one
+    try: remember_manifest(self.learn, record_progress(self.learn, self.manifest, self.runs_dir))
     except OSError as e: warnings.warn(f"fastrepro could not record the fit's progress (training goes on): {e!r}")
     self.written = time.monotonic()
 
@@ -342,7 +354,7 @@ class DrillStop(CancelFitException):
 def _drill_stop(self:ReproCallback):
     "In a drill (`DRILL_EPOCHS` set), stop the drilled fit once it has run that many epochs; the fits before it run whole."
     n, fit = os.environ.get(DRILL_EPOCHS), os.environ.get(DRILL_FIT)
-    if fit is not None and (self.run_manifest is None or str(self.run_manifest['process'].get('fit_position')) != fit): return
+    if fit is not None and (self.manifest is None or str(self.manifest['process'].get('fit_position')) != fit): return
     if n and self.learn.epoch + 1 >= int(n) and self.learn.epoch + 1 < self.learn.n_epoch: raise DrillStop()
 
 # %% ../nbs/12_callback.ipynb #a91f02f0
@@ -350,6 +362,6 @@ def rebuild_dls(learn, seed:int):
     "Rebuild `learn.dls` from the `DataRecipe` that `repro_learner` stored on `learn`."
     recipe = getattr(learn, 'repro_data', None)
     if recipe is None:
-        raise ValueError("ReproCallback(rebuild='full') needs the DataBlock and source that `repro_learner` keeps "
-                         "(learn.repro_data), and this learner has none: build it with repro_learner, or use rebuild='reseed'.")
+        raise ValueError("ReproCallback(rebuild=True) needs the DataBlock and source that `repro_learner` keeps "
+                         "(learn.repro_data), and this learner has none: build it with repro_learner, or use rebuild=False.")
     learn.dls = recipe.dataloaders(seed, device=learn.dls.device)

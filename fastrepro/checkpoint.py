@@ -1,4 +1,4 @@
-"""`ReproCheckpoint`: everything the rest of a fit depends on, at an epoch or a batch, written atomically in the background, and loaded without executing any code.
+"""`ReproCheckpoint`: everything the rest of a fit depends on, at an epoch or a batch, written atomically in the background, loaded without executing code.
 
 Docs: https://fastrepro.github.io/fastrepro/checkpoint.html.md"""
 
@@ -147,7 +147,7 @@ class ReproCheckpoint(Callback):
                  fname:str=None): # file prefix: None is the run id
         _check_checkpoint_args(every, keep, fname)
         self.every, self.keep, self.fname = every, keep, fname
-        self.on, self.run_manifest, self.frame, self.call, self.n_saved, self._known = False, None, None, None, 0, {}
+        self.on, self.manifest, self.frame, self.call, self.n_saved, self._known = False, None, None, None, 0, {}
         self._writer, self._error = None, None
 
 # %% ../nbs/19_checkpoint.ipynb #cb9473a3
@@ -156,9 +156,9 @@ def before_fit(self:ReproCheckpoint):
     rc = active_repro(self.learn)
     if rc is None: raise ValueError("ReproCheckpoint needs a ReproCallback on the learner (`repro_learner` adds one): "
                                     "a fit resumes exactly only when every random stream is keyed")
-    self.on, self.run_manifest = rc.active and rc.kind == 'fit', None
+    self.on, self.manifest = rc.active and rc.kind == 'fit', None
     if not self.on: return  # lr_find, validate, get_preds
-    if not rc.manifest: raise ValueError("ReproCheckpoint needs the fit's manifest, for its run id: use ReproCallback(manifest=True)")
+    if not rc.record: raise ValueError("ReproCheckpoint needs the fit's manifest, for its run id: use ReproCallback(record=True)")
     if self.every != 'epoch': _check_batch_checkpoints(self.learn)
     frame, name, args = outer_call(self.learn)
     if frame is not self.frame: self.frame, self.call = frame, dict(method=name, args=encode_args(args), first_fit=rc.fit_index)
@@ -178,7 +178,7 @@ def _check_batch_checkpoints(learn):
 # %% ../nbs/19_checkpoint.ipynb #3eebd519
 @patch
 def after_manifest(self:ReproCheckpoint, m, path):
-    if self.on: self.run_manifest, self.manifest_path = m, Path(path)
+    if self.on: self.manifest, self.manifest_path = m, Path(path)
 
 # %% ../nbs/19_checkpoint.ipynb #33ed46b4
 @patch
@@ -187,7 +187,7 @@ def folder(self:ReproCheckpoint) -> Path: return Path(self.learn.path)/self.lear
 # %% ../nbs/19_checkpoint.ipynb #4b047d7c
 @patch
 def prefix(self:ReproCheckpoint) -> str:
-    return self.run_manifest['run_id'] if self.fname is None else f"{self.fname}-f{self.run_manifest['randomness']['fit']}"
+    return self.manifest['run_id'] if self.fname is None else f"{self.fname}-f{self.manifest['randomness']['fit']}"
 
 # %% ../nbs/19_checkpoint.ipynb #080d94f7
 @patch
@@ -223,7 +223,7 @@ def write_checkpoint(state:dict, dest:Path) -> dict:
 @patch
 def save(self:ReproCheckpoint, epoch:int, batch:int) -> Path:
     "Snapshot the state at position (`epoch`, `batch`), and write it in the background; return the path it will have."
-    if self.run_manifest is None: raise RuntimeError("ReproCheckpoint has no manifest to name the checkpoint by: was the fit counted?")
+    if self.manifest is None: raise RuntimeError("ReproCheckpoint has no manifest to name the checkpoint by: was the fit counted?")
     self.wait()  # one write at a time, in order; a failed one raises here
     dest = self.folder()/checkpoint_name(self.prefix(), epoch, batch)
     state = checkpoint_state(self.learn, self, epoch, batch)  # copies: training may go on at once
@@ -240,8 +240,8 @@ def _save_in_thread(self:ReproCheckpoint, state:dict, dest:Path):
         self._known[str(dest.resolve())] = write_checkpoint(state, dest)
         self.n_saved += 1
         self._prune(); remove_orphans(dest.parent)
-        _list_checkpoints(self.run_manifest, self._artifacts())
-        write_manifest(self.run_manifest, self.manifest_path.parent)  # a killed run's manifest lists its checkpoints too
+        _list_checkpoints(self.manifest, self._artifacts())
+        write_manifest(self.manifest, self.manifest_path.parent)  # a killed run's manifest lists its checkpoints too
     except BaseException as e: self._error = e
 
 # %% ../nbs/19_checkpoint.ipynb #5e681e18
@@ -287,7 +287,7 @@ def _list_checkpoints(m:dict, checkpoints:list):
 @patch
 def before_manifest(self:ReproCheckpoint, m):
     "Before the fit's final manifest: finish the last write, so the manifest lists every kept checkpoint."
-    if m is not self.run_manifest: return  # another fit's, or this fit's first
+    if m is not self.manifest: return  # another fit's, or this fit's first
     try: self.wait()
     except RuntimeError as e: warnings.warn(str(e))
     _list_checkpoints(m, self._artifacts())
@@ -307,7 +307,7 @@ def global_bs(learn) -> int:
     return learn.dls.train.bs * rank_and_world()[1]
 
 def numerics(learn) -> dict:
-    "What a fit's bits depend on besides its state and data: torch's version, the device type, and on a CPU the intra-op thread count it trains with and whether portable numerics are in force."
+    "What a fit's bits depend on besides state and data: torch's version, the device type and, on a CPU, threads and numerics."
     device = torch.device(getattr(learn.dls, 'device', None) or 'cpu').type  # the loaders': fastai moves the model there only as a fit starts
     threads = None if device != 'cpu' else ELASTIC_THREADS if fit_topology(learn)['shards'] else torch.get_num_threads()  # the mode pins its own
     s = numerics_state() if device == 'cpu' else None  # `fastrepro.numerics`: the CPU's code paths, pinned or not
@@ -335,7 +335,7 @@ def _identity(learn, m:dict, seed:int) -> dict:
 def checkpoint_state(learn, ck:ReproCheckpoint, epoch:int, batch:int) -> dict:
     "Everything the rest of the fit depends on, at position (`epoch`, `batch`), as plain values and tensors."
     rc, scaler = active_repro(learn), getattr(learn, 'scaler', None)
-    return to_plain(dict(**_identity(learn, ck.run_manifest, rc.fit_seed), call=ck.call,
+    return to_plain(dict(**_identity(learn, ck.manifest, rc.fit_seed), call=ck.call,
                 position=dict(fit=rc.fit_index, epoch=epoch, batch=batch, n_epoch=learn.n_epoch, train_iter=learn.train_iter, pct_train=learn.pct_train),
                 model=unwrap_model(learn.model).state_dict(), grads=pending_grads(unwrap_model(learn.model)),  # the model's own names, on any topology
                 opt=learn.opt.state_dict(),
@@ -343,7 +343,7 @@ def checkpoint_state(learn, ck:ReproCheckpoint, epoch:int, batch:int) -> dict:
                 scaler=scaler.state_dict() if scaler is not None else None,
                 rng=rng_states()[:3],  # a cross-check only: keys make every stream after this point
                 checkpointing=dict(every=ck.every, keep=ck.keep, fname=ck.fname),
-                manifest=json.dumps(ck.run_manifest, default=str)), copy=True)
+                manifest=json.dumps(ck.manifest, default=str)), copy=True)
 
 # %% ../nbs/19_checkpoint.ipynb #f2986dfe
 class CheckpointError(ValueError):
@@ -397,7 +397,8 @@ def _data_diff(learn, state:dict) -> str|None:
     if data != state['data']:
         return f"data: the checkpoint's items have fingerprint {str(state['data']['items'])[:12]}, the learner's {str(data['items'])[:12]}"
     if 'global_bs' in state:  # steps of the same items on any number of processes: compare the global batch
-        if (g := global_bs(learn)) != state['global_bs']: return f"data: the checkpoint's global batch is {state['global_bs']} items, the learner's {g} (another batch size?)"
+        if (g := global_bs(learn)) != state['global_bs']:
+            return f"data: the checkpoint's global batch is {state['global_bs']} items, the learner's {g} (another batch size?)"
     elif len(learn.dls.train) != state['n_batches']:  # a checkpoint written before fastrepro recorded the global batch
         return f"data: the checkpoint's epochs have {state['n_batches']} batches, the learner's {len(learn.dls.train)} (another batch size?)"
 

@@ -70,7 +70,8 @@ def plan_drill(runs, sample:int=3, older_than:float=None, budget:float=None, see
     for p, m in picked:
         epochs = None if left is None else _epochs_that_fit(m, left)
         plan.append(dict(manifest=p, run_id=m['run_id'], epochs=epochs))
-        if left is not None: left -= RERUN_OVERHEAD_S + (m.get('duration_s') or 0) * (1 if epochs is None else epochs / (len(m['results'].get('epochs') or []) or 1))
+        if left is not None:
+            left -= RERUN_OVERHEAD_S + (m.get('duration_s') or 0) * (1 if epochs is None else epochs / (len(m['results'].get('epochs') or []) or 1))
     return dict(seed=seed, eligible=len(found), runs=plan)
 
 # %% ../nbs/26_drill.ipynb #9a9615cb
@@ -111,7 +112,8 @@ def verify_log(path, # a runs folder, or its audit log
     for i, line in enumerate(path.read_text().splitlines() if path.is_file() else [], 1):
         if (rec := _parse_line(line)) is None: problems.append(f"line {i} is not a line append_log wrote"); prev = None; continue
         if rec.get('sha256') != _line_sha(rec): problems.append(f"line {i} was edited: its hash does not match its content")
-        if prev is not None and rec.get('prev') != prev: problems.append(f"line {i} does not follow line {i - 1}: a line was deleted, inserted or moved before it")
+        if prev is not None and rec.get('prev') != prev:
+            problems.append(f"line {i} does not follow line {i - 1}: a line was deleted, inserted or moved before it")
         prev = rec.get('sha256')
     if head is not None and prev != head: problems.append(f"the log ends at {str(prev)[:12]}, not at the head {head[:12]}: lines were cut off or rewritten")
     return problems

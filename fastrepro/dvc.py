@@ -6,14 +6,15 @@ Docs: https://fastrepro.github.io/fastrepro/dvc.html.md"""
 
 # %% ../nbs/07a_dvc.ipynb #5020163e
 from __future__ import annotations
-import functools, os
+import functools, json, os
 from pathlib import Path
 from .capture import git, strip_credentials
-from .files import read_blob
+from fastai.callback.core import Callback
+from .files import read_blob, atomic_write
 
 # %% auto #0
-__all__ = ['DVC_INSTALL', 'DataVersionError', 'dvc_root', 'dvc_repo', 'default_remote', 'data_version', 'locate_version',
-           'restore_version', 'check_version']
+__all__ = ['DVC_INSTALL', 'DataVersionError', 'dvc_root', 'dvc_repo_class', 'default_remote', 'data_version', 'locate_version',
+           'restore_version', 'check_version', 'write_metrics', 'MetricsFileCallback']
 
 # %% ../nbs/07a_dvc.ipynb #d93c5017
 DVC_INSTALL = "pip install 'fastrepro[dvc]'"
@@ -27,7 +28,7 @@ def dvc_root(path) -> Path|None:
     return next((d for d in (p, *p.parents) if (d/'.dvc').is_dir()), None)
 
 # %% ../nbs/07a_dvc.ipynb #d0edfcab
-def dvc_repo(caller:str='fastrepro'):
+def dvc_repo_class(caller:str='fastrepro'):
     "dvc's `Repo` class, or a `DataVersionError` that names `caller` and says how to install dvc."
     try: from dvc.repo import Repo
     except ImportError: raise DataVersionError(f"{caller}: the data is in a DVC repository, and dvc is not installed: {DVC_INSTALL}") from None
@@ -66,13 +67,14 @@ def _out_record(o, root:Path) -> tuple:
 
 # %% ../nbs/07a_dvc.ipynb #766bd6b1
 def data_version(path) -> dict|None:
-    "Which DVC version the data at `path` is: the outputs that hold it, their hashes, tracking files and commits, and the default remote. None when no DVC output holds it."
+    "Which DVC version the data at `path` is: the outputs that hold it and their hashes; None when no DVC output holds it."
     if (root := dvc_root(path)) is None: return None
     try:
-        with dvc_repo('recording the data version')(root) as repo:
+        with dvc_repo_class('recording the data version')(root) as repo:
             rows = [_out_record(o, root) for o in _holding(repo.index.outs, Path(path).resolve())]
             remote = default_remote(repo)
-    except Exception as e: return dict(root=str(root), error=str(e) if isinstance(e, DataVersionError) else f"{type(e).__name__}: {e}")  # a fit never fails for it
+    # a fit never fails for it
+    except Exception as e: return dict(root=str(root), error=str(e) if isinstance(e, DataVersionError) else f"{type(e).__name__}: {e}")
     if not rows: return None
     return dict(root=str(root), outs={p: h for p, h, _, _ in rows}, dirty=[p for p, _, _, ok in rows if not ok],
                 tracking={p: t for p, _, t, _ in rows}, remote=remote)
@@ -120,16 +122,16 @@ def _version_source(repo, dv:dict, out:str, md5:str, remote) -> str:
 # %% ../nbs/07a_dvc.ipynb #639c4ff1
 def locate_version(dv:dict, # a manifest's `data.dvc`: the DVC version of the run's data
                    caller:str='reproduce') -> dict:
-    "Where each output of `dv` can be restored from: {output: 'cache' or 'remote'}; else a `DataVersionError` naming the output, its hash and the remote searched."
+    "Where each output of `dv` can be restored from: {output: 'cache' or 'remote'}; else a `DataVersionError`."
     root = Path(dv['root'])
     if dvc_root(root) != root: raise DataVersionError(f"{caller}: {root} is no longer a DVC repository: the data version cannot be looked up there")
-    with dvc_repo(caller)(root) as repo:
+    with dvc_repo_class(caller)(root) as repo:
         remote = functools.cache(lambda: _remote(repo, dv))  # opened only when the cache lacks something
         return {out: _version_source(repo, dv, out, md5, remote) for out, md5 in dv['outs'].items()}
 
 # %% ../nbs/07a_dvc.ipynb #0d373463
 def _link_store(dest:Path, repo, remote:str|None):
-    "In the `config.local` of the DVC repository at `dest` (a rerun's tree): `repo`'s cache, copied out of, `repo`'s settings for `remote`, and DVC's state kept in the tree."
+    "In the `config.local` of the DVC repository at `dest` (a rerun's tree): `repo`'s cache and its settings for `remote`."
     from dvc.config import Config
     with Config(dvc_dir=str(dest/'.dvc')).edit('local') as conf:
         conf['core']['site_cache_dir'] = str(dest/'.dvc'/'tmp'/'site')  # not one more folder in /var/tmp/dvc per rerun: it goes with the tree
@@ -142,7 +144,8 @@ def _check_tracking(wt, dv:dict, caller:str):
     have = {_rel(o.fs_path, wt.root_dir): o.hash_info.value for o in wt.index.outs}
     for out, md5 in dv['outs'].items():
         f = dv['tracking'][out]['file']
-        if out not in have: raise DataVersionError(f"{caller}: {f}, which tracked {out} in the run, is not in the run's tree: it was deleted since, and git does not hold it")
+        if out not in have:
+            raise DataVersionError(f"{caller}: {f}, which tracked {out} in the run, is not in the run's tree: it was deleted since, and git does not hold it")
         if have[out] != md5: raise DataVersionError(f"{caller}: {f} in the run's tree names {out} at {have[out]}, not at {md5} as recorded")
 
 # %% ../nbs/07a_dvc.ipynb #7805110f
@@ -152,7 +155,7 @@ def restore_version(dv:dict, # a manifest's `data.dvc`
                     repo_root, # the run's repository, of which `tree` is a worktree
                     caller:str='reproduce') -> list:
     "Check out the DVC version `dv` into `tree`, from the user's cache, fetching what it lacks from the remote; one line per output restored."
-    root, Repo = Path(dv['root']), dvc_repo(caller)
+    root, Repo = Path(dv['root']), dvc_repo_class(caller)
     dest = Path(tree)/_rel(root, repo_root)
     with Repo(root) as repo:
         remote = _remote_name(repo, dv) if 'remote' in where.values() else None  # `locate_version` found it reachable
@@ -195,7 +198,7 @@ def check_version(m:dict, # a run's manifest, whose data is DVC-tracked (`data.d
                   runs, # the runs folder it was loaded from (its stored patch and files)
                   repo=None, # the repository with the run's commit: the run's tree is checked for each tracking file
                   caller:str='reproduce') -> tuple:
-    "(where, notes): where run `m`'s DVC version is restored from (`locate_version`), or None when the rerun uses the working data as it is; the notes say which."
+    "(where, notes): where run `m`'s DVC version is restored from (`locate_version`), or None to use the working data as it is."
     dv, code = m['data']['dvc'], m.get('code') or {}
     if (why := _why_not(dv, code)) is not None: return None, [why]
     for out in dv['outs']:
@@ -204,4 +207,19 @@ def check_version(m:dict, # a run's manifest, whose data is DVC-tracked (`data.d
             raise DataVersionError(f"{caller}: {f}, which tracked {out} in the run, is in neither commit {str(code.get('commit'))[:12]} nor the files stored "
                                    "with the run: it was deleted since, and git did not hold it, so its version cannot be checked out")
     where = locate_version(dv, caller)
-    return where, [f"{o} at {dv['outs'][o][:12]} ({dv['tracking'][o]['file']}) is restored into the rerun's tree from the {w}" for o, w in where.items()] + _moved_on(dv)
+    return where, [f"{o} at {dv['outs'][o][:12]} ({dv['tracking'][o]['file']}) is restored into the rerun's tree from the {w}"
+                   for o, w in where.items()] + _moved_on(dv)
+
+# %% ../nbs/07a_dvc.ipynb #c483345f
+def write_metrics(epochs:dict, # a fit's metric names, per-epoch values and `final` ones (`fastrepro.record.recorded_epochs`)
+                  path) -> Path:
+    "Write the last epoch's metrics of `epochs` and their count to the JSON file `path`, atomically; return its path."
+    atomic_write(json.dumps(dict(epochs['final'], epochs=len(epochs['epochs'] or [])), indent=1) + '\n', Path(path))
+    return Path(path)
+
+# %% ../nbs/07a_dvc.ipynb #d34a4a20
+class MetricsFileCallback(Callback):
+    "After each counted fit that returned, write its last epoch's metrics to the JSON file `path` (`write_metrics`)."
+    def __init__(self, path): self.path = Path(path)
+    def after_manifest(self, m:dict, manifest_path):
+        if m['status'] in ('completed', 'diverged'): write_metrics(m['results'], self.path)

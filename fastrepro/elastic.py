@@ -1,4 +1,4 @@
-"""The same bits on 1, 2 or 4 processes: each global batch cut into a fixed number of shards, each shard trained alone, and every sum over shards taken in one fixed tree.
+"""The same bits on 1, 2 or 4 processes: each global batch cut into a fixed number of shards, each trained alone, and every sum over shards in one fixed tree.
 
 Docs: https://fastrepro.github.io/fastrepro/elastic.html.md"""
 
@@ -132,7 +132,8 @@ STEP_EVENTS = ('after_pred', 'after_loss', 'before_backward', 'after_backward') 
 def _batch_refusals(learn, shards:int, world_size:int) -> list:
     bs, dl = learn.dls.train.bs, unwrap_loader(learn.dls.train)
     if shards % world_size: return [f"{world_size} processes do not divide shards={shards}; run on a number of processes that divides it"]
-    out = [f"the global batch bs*processes = {bs}*{world_size} = {bs * world_size} does not cut into {shards} equal shards"] if (bs * world_size) % shards else []
+    out = ([f"the global batch bs*processes = {bs}*{world_size} = {bs * world_size} does not cut into {shards} equal shards"]
+           if (bs * world_size) % shards else [])
     if not dl.drop_last: out.append("the training loader keeps a short last batch (drop_last=False); shards must be whole")
     return out + (["the training loader is not keyed: add ReproCallback"] if getattr(dl, 'repro_streams', None) is None else [])
 
@@ -142,15 +143,18 @@ def _model_refusals(learn) -> list:
     out = ["SyncBatchNorm shares statistics across ranks: use learn.distrib_ctx(sync_bn=False)"] if any(isinstance(m, nn.SyncBatchNorm) for m in bns) else []
     if any(m.momentum is None for m in bns): out.append("BatchNorm with momentum=None (a cumulative average) is not supported")
     if any(not m.track_running_stats for m in bns): out.append("BatchNorm with track_running_stats=False is not supported")
-    if (r := getattr(learn.loss_func, 'reduction', 'mean')) != 'mean': out.append(f"the loss reduces by {r!r}; the shards' losses are averaged, so it must be 'mean'")
+    if (r := getattr(learn.loss_func, 'reduction', 'mean')) != 'mean':
+        out.append(f"the loss reduces by {r!r}; the shards' losses are averaged, so it must be 'mean'")
     return out
 
 # %% ../nbs/09_elastic.ipynb #4a3741af
 def _callback_refusals(learn) -> list:
     whys = [(cb, next((w for n, w in REFUSED_CALLBACKS.items() if n in [c.__name__ for c in type(cb).__mro__]), None)) for cb in learn.cbs]
     out = [f"{type(cb).__name__}: {why}" for cb, why in whys if why]
-    steps = [(cb, [e for e in STEP_EVENTS if hasattr(type(cb), e)]) for cb in learn.cbs if not isinstance(cb, ElasticStep) and not any(cb is c for c, w in whys if w)]
-    return out + [f"{type(cb).__name__}: it changes the prediction, the loss or the backward ({', '.join(es)}), which the mode computes shard by shard" for cb, es in steps if es]
+    steps = [(cb, [e for e in STEP_EVENTS if hasattr(type(cb), e)])
+             for cb in learn.cbs if not isinstance(cb, ElasticStep) and not any(cb is c for c, w in whys if w)]
+    return out + [f"{type(cb).__name__}: it changes the prediction, the loss or the backward ({', '.join(es)}), which the mode computes shard by shard"
+                  for cb, es in steps if es]
 
 def elastic_refusals(learn, shards:int, world_size:int) -> list:
     "Why `learn` cannot train in the elastic mode with `shards` on `world_size` processes: one line per reason."
@@ -218,7 +222,8 @@ def after_step(self:ElasticStep):
     for m in self.sharded.bns:
         if m not in self.sharded.stats: continue  # in eval mode while training (`BnFreeze`): its statistics stay
         if len(self.sharded.stats[m]) != len(self.sharded.outs):
-            raise RuntimeError(f"elastic mode: a BatchNorm layer ran {len(self.sharded.stats[m])} times for {len(self.sharded.outs)} shards; one that runs more than once per forward is not supported")
+            raise RuntimeError(f"elastic mode: a BatchNorm layer ran {len(self.sharded.stats[m])} times for {len(self.sharded.outs)} shards; "
+                               "one that runs more than once per forward is not supported")
         mean, var = cross_rank_tree(tree_sum(self.sharded.stats[m])) / self.shards
         m.running_mean.mul_(1 - m.momentum).add_(m.momentum * mean)
         m.running_var.mul_(1 - m.momentum).add_(m.momentum * var)
@@ -267,7 +272,8 @@ def _own_metrics(self:ElasticStep):
 @patch
 def before_manifest(self:ElasticStep, m:dict):
     "The mode in the run's manifest, among the hyperparameters: k, the shard size and the pinned threads (the world size is in its `hardware.topology`)."
-    if self.sharded is not None: m['hyperparameters']['elastic'] = dict(shards=self.shards, shard_size=self.shard_size, threads=ELASTIC_THREADS if self.callers_threads else None)
+    if self.sharded is not None: m['hyperparameters']['elastic'] = dict(shards=self.shards, shard_size=self.shard_size,
+                                                                        threads=ELASTIC_THREADS if self.callers_threads else None)
 
 # %% ../nbs/09_elastic.ipynb #c434d153
 def process_bs(global_bs:int) -> int:

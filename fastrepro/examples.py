@@ -136,12 +136,12 @@ def demo(epochs:int=2, # epochs of `fit_one_cycle` per run
 # %% ../nbs/16_examples.ipynb #d0e1d8e8
 def _demo_fastrepro(path, epochs, workers, seed):
     from fastrepro.learner import repro_learner
-    from fastrepro.verify import verify_reproducible, CHECKS
+    from fastrepro.verify import verify_reproducible, CONTRACT_CHECKS
     print(f"1. fastrepro: five fresh Python processes: two plain runs ({workers} workers), one after one_batch, lr_find, "
           "validate and get_preds, and one each with 0 and 2 workers")
     def make_learner(num_workers=workers):
         return repro_learner(digits_dblock(), path, seed=seed, model=digits_cnn, num_workers=num_workers, metrics=accuracy)
-    report = verify_reproducible(make_learner, lambda learn: learn.fit_one_cycle(epochs, 1e-2), checks=CHECKS)
+    report = verify_reproducible(make_learner, lambda learn: learn.fit_one_cycle(epochs, 1e-2), checks=CONTRACT_CHECKS)
     report.show()
     return report
 

@@ -1,4 +1,4 @@
-"""One call from a DataBlock to a reproducible Learner: sorted items, a keyed split, a keyed model initialisation, keyed DataLoader streams and a `ReproCallback`.
+"""One call from a DataBlock to a reproducible Learner: sorted items, a keyed split, model initialisation and DataLoader streams, and a `ReproCallback`.
 
 Docs: https://fastrepro.github.io/fastrepro/learner.html.md"""
 
@@ -57,7 +57,7 @@ def repro_learner(dblock, # a fastai DataBlock
                   dl_kwargs:dict=None, # more kwargs for `dblock.dataloaders`
                   mlflow=False, # log each fit to MLflow: True, a tracking URI, or an `MLflowReproCallback`
                   shards:int=None, # the elastic mode: k shards per global batch, the same bits on any number of processes dividing k
-                  numerics:str=None, # 'portable' or 'portable-avx2': the same bits on any x86-64 CPU, or any with AVX2 (`fastrepro.numerics`); None: as `FASTREPRO_NUMERICS` says
+                  numerics:str=None, # 'portable'/'portable-avx2': same bits on any x86-64/AVX2 CPU (`fastrepro.numerics`); None: as `FASTREPRO_NUMERICS` says
                   **learner_kwargs): # passed to `learner_fn` (metrics, loss_func, ...)
     "Build DataLoaders and a Learner from `dblock` and `source`, seeded with keys of `seed`, with `ReproCallback` attached."
     _check_learner_args(seed, deterministic, learner_fn, arch, model, shards, numerics)
@@ -68,8 +68,8 @@ def repro_learner(dblock, # a fastai DataBlock
     dls = recipe.dataloaders(seed)
     seed_all(stream_seed(seed, 'model'))
     learn = _build_learner(dls, learner_fn, arch, model, learner_kwargs)
-    learn.repro_seed, learn.repro_deterministic, learn.repro_data, learn.repro_numerics = seed, deterministic, recipe, numerics
-    learn.add_cb(ReproCallback(seed=seed, shards=shards))
+    learn.repro_data = recipe
+    learn.add_cb(ReproCallback(seed=seed, deterministic=deterministic, shards=shards, numerics=numerics))
     if tracker is not None: learn.add_cb(tracker)
     reseed_dls(learn.dls, seed, fit=None)  # keyed at once: passes before the first fit vary and leave the generators alone
     return learn

@@ -6,7 +6,7 @@ Docs: https://fastrepro.github.io/fastrepro/manifest.html.md"""
 
 # %% ../nbs/05_manifest.ipynb #ece2ac85
 from __future__ import annotations
-import json, os, re, uuid
+import json, os, re, uuid, weakref
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -16,7 +16,7 @@ from .capture import code_info, environment, hardware, env_vars, redact
 # %% auto #0
 __all__ = ['SCHEMA_VERSION', 'LAYERS', 'REQUIRED', 'STATUSES', 'MANIFEST_SCHEMES', 'utc_now', 'new_run_id', 'runs_dir',
            'new_manifest', 'finish_manifest', 'write_manifest', 'blob_refs', 'ManifestError', 'uri_scheme',
-           'load_manifest', 'liveness', 'register_scheme']
+           'load_manifest', 'liveness', 'remember_manifest', 'last_manifest', 'register_scheme']
 
 # %% ../nbs/05_manifest.ipynb #3b1e7c20
 # no torch, numpy or fastai here: reading, writing and comparing manifests (`fastrepro show`, `diff`, `runs`) needs none of
@@ -125,6 +125,19 @@ def load_manifest(path, # a manifest file, or a URI such as `runs:/<id>`
 def liveness(m:dict) -> str:
     "Whether the process that wrote `running` manifest `m` still runs: 'alive', 'dead', 'elsewhere' (another host) or 'unknown'."
     return process_liveness(m.get('process') or {})
+
+# %% ../nbs/05_manifest.ipynb #a0db56e6
+_LAST_MANIFESTS = weakref.WeakKeyDictionary()  # learner -> the manifest of its last counted fit
+
+def remember_manifest(learn, path:Path) -> Path:
+    "Keep `path` as the manifest of `learn`'s last counted fit, beside the learner (not in its pickle); return it."
+    _LAST_MANIFESTS[learn] = path
+    return path
+
+def last_manifest(learn) -> Path|None:
+    "The manifest `remember_manifest` last kept for `learn`, or None."
+    try: return _LAST_MANIFESTS.get(learn)
+    except TypeError: return None  # not a learner (a path, a URI): no manifest kept for it
 
 # %% ../nbs/05_manifest.ipynb #74e21ba9
 MANIFEST_SCHEMES = {}  # URI scheme -> fetch(uri) -> manifest, filled in by the modules that serve them

@@ -1,4 +1,4 @@
-"""Every counted fit of a fastrepro learner as a run in a real MLflow store: params, per-epoch metrics, tags, the data's full-content digest and the manifest itself; runs read back, diffed by layer, and uploaded later when the store was down.
+"""Each counted fit as an MLflow run with its manifest and full-content data digest; runs read back, diffed by layer, and uploaded later if the store was down.
 
 Docs: https://fastrepro.github.io/fastrepro/mlflow.html.md"""
 

@@ -128,7 +128,7 @@ def _set_level_env(level:str):
     for k in set(NUMERICS_VARS) - set(PORTABLE_ENV[level]): os.environ.pop(k, None)  # another level's
     os.environ.update(PORTABLE_ENV[level], FASTREPRO_NUMERICS=level)
 
-def _too_late(level:str) -> list:
+def _pin_first_use(level:str) -> list:
     "Pin the two components fixed at their first use; what had already chosen otherwise, in words."
     _set_level_env(level)
     late, want = [], PORTABLE_ENV[level]['ATEN_CPU_CAPABILITY'].upper()
@@ -139,7 +139,7 @@ def _too_late(level:str) -> list:
 # %% ../nbs/00a_numerics.ipynb #9a8d6a8f
 def _portable_on(level:str):
     global _STOCK_SWITCHES
-    late = _too_late(level)
+    late = _pin_first_use(level)
     if _STOCK_SWITCHES is None: _STOCK_SWITCHES = _switches()
     _set_switches(mkldnn=level == 'portable-avx2', nnpack=False, threads=1, matmul_precision='highest')  # oneDNN pinned to AVX2, or off
     if hasattr(torch.backends.mkldnn, 'matmul'): torch.backends.mkldnn.matmul.fp32_precision = 'ieee'

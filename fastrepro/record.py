@@ -1,4 +1,4 @@
-"""What a counted fit writes into its manifest: its calls and hyperparameters, the data's fingerprint, every epoch's metrics, the final weights and the artifacts.
+"""What a counted fit writes into its manifest: its calls and hyperparameters, the data's fingerprint, each epoch's metrics, the final weights and artifacts.
 
 Docs: https://fastrepro.github.io/fastrepro/record.html.md"""
 
@@ -6,25 +6,24 @@ Docs: https://fastrepro.github.io/fastrepro/record.html.md"""
 
 # %% ../nbs/08_record.ipynb #5cef87a1
 from __future__ import annotations
-import itertools, json, os, re, sys, weakref
+import itertools, json, os, re, sys
 from datetime import datetime
 from glob import escape as glob_escape
 from pathlib import Path
 import numpy as np, torch
 from fastai.callback.schedule import ParamScheduler
 from fastai.callback.tracker import SaveModelCallback
-from .files import put_blob, atomic_write
+from .files import put_blob
 from .fingerprint import hash_file, hash_state_dict, fingerprint_dls, LISTINGS
 from .capture import code_info, start_method
 from .warm import how_started
 from .dvc import data_version
-from .manifest import new_manifest, finish_manifest, write_manifest, load_manifest, runs_dir, utc_now
+from .manifest import new_manifest, finish_manifest, write_manifest, load_manifest, runs_dir, utc_now, last_manifest
 from .data import unwrap_loader, loader_keying
 
 # %% auto #0
 __all__ = ['fit_calls', 'unwrap_model', 'hyperparameters', 'file_artifact', 'record_artifact', 'data_fingerprint',
-           'start_fit_manifest', 'recorded_epochs', 'write_metrics', 'end_fit_manifest', 'record_progress',
-           'remember_manifest', 'last_manifest']
+           'start_fit_manifest', 'recorded_epochs', 'end_fit_manifest', 'record_progress']
 
 # %% ../nbs/08_record.ipynb #9daabede
 def _plain(v):
@@ -61,7 +60,7 @@ def _batching(dl) -> dict:
 
 # %% ../nbs/08_record.ipynb #b7182d73
 def unwrap_model(model):
-    "The model inside a `DistributedDataParallel` or `DataParallel` wrapper (which prefixes every weight's name with `module.`), or the elastic mode's `ShardedModule`."
+    "The model inside a `DistributedDataParallel` or `DataParallel` wrapper, or the elastic mode's `ShardedModule`."
     while isinstance(model, (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)) or getattr(type(model), 'wraps_model', False):
         model = model.module
     return model
@@ -98,9 +97,9 @@ def _merge_artifacts(old:list, new:list) -> list:
 # %% ../nbs/08_record.ipynb #7a3c6e1b
 def _manifest_path(run) -> Path:
     if isinstance(run, (str, os.PathLike)): return Path(run)
-    p = getattr(run, 'repro_manifest', None)
+    p = last_manifest(run)
     if p is None: raise ValueError(f"`run` must be a manifest path or a Learner whose fit wrote a manifest, got a "
-                                   f"{type(run).__name__} without one: fit it with ReproCallback(manifest=True) first")
+                                   f"{type(run).__name__} without one: fit it with ReproCallback(record=True) first")
     return Path(p)
 
 # %% ../nbs/08_record.ipynb #b0e4d8a6
@@ -129,7 +128,7 @@ def _data_dir(learn):
 
 # %% ../nbs/08_record.ipynb #77596f33
 def data_fingerprint(learn) -> dict:
-    "The loaders' fingerprint, with the data folder `repro_learner` read them from (`source`), if any, and its DVC version (`fastrepro.dvc`); file listings go with the manifest."
+    "The loaders' fingerprint, with the data folder `repro_learner` read them from (`source`), if any, and its DVC version."
     try: fp = fingerprint_dls(learn.dls)
     except Exception as e: fp = dict(error=f"{type(e).__name__}: {e}")
     for s in (fp.get('splits') or {}).values():
@@ -163,13 +162,6 @@ def recorded_epochs(learn) -> dict:
     epochs = [[float(v) if v is not None else None for v in vals] for vals in rec.values] if rec is not None else None
     return dict(metric_names=names, epochs=epochs, final=dict(zip(names, epochs[-1])) if epochs else {})
 
-# %% ../nbs/08_record.ipynb #ab91851a
-def write_metrics(epochs:dict, # `recorded_epochs` of a fit
-                  path) -> Path:
-    "Write the last epoch's metrics of `epochs` and their count to the JSON file `path`, atomically; return its path."
-    atomic_write(json.dumps(dict(epochs['final'], epochs=len(epochs['epochs'] or [])), indent=1) + '\n', Path(path))
-    return Path(path)
-
 # %% ../nbs/08_record.ipynb #b7140a69
 def end_fit_manifest(learn, m:dict, status:str=None, runs=None, error=None,
                      epochs:dict=None) -> Path: # `recorded_epochs` taken earlier: an evaluation pass after training resets the Recorder
@@ -186,15 +178,3 @@ def record_progress(learn, m:dict, runs=None) -> Path:
     "After an epoch: rewrite `running` manifest `m` with the results so far and `progress`, the last completed epoch and when."
     m['progress'] = dict(last_epoch=learn.epoch, at=utc_now())
     return end_fit_manifest(learn, m, None, runs)
-
-# %% ../nbs/08_record.ipynb #a0db56e6
-_LAST_MANIFESTS = weakref.WeakKeyDictionary()  # learner -> the manifest of its last counted fit
-
-def remember_manifest(learn, path:Path) -> Path:
-    "Keep `path` as the manifest of `learn`'s last counted fit, beside the learner (not in its pickle); return it."
-    _LAST_MANIFESTS[learn] = path
-    return path
-
-def last_manifest(learn) -> Path|None:
-    "The manifest `remember_manifest` last kept for `learn`, or None."
-    return _LAST_MANIFESTS.get(learn)

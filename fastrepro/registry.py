@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from fastai.learner import Learner
 from .fingerprint import hash_state_dict
-from .manifest import load_manifest
+from .manifest import load_manifest, last_manifest
 from .mlflow import (MLflowReproCallback, EXPORT_ARTIFACT, WEIGHTS_CHANGED, tracking_uri_for, http_limits, experiment_id,
                               find_run, is_complete, upload_manifest, is_mlflow_uri, fetch_manifest, run_id_of, tag_text)
 import mlflow
@@ -110,7 +110,7 @@ def reproduction_gaps(m:dict, make_learner, fit) -> list:
 def _source_of(learn_or_run, uri):
     "The manifest, its local file (None for a run URI) and the MLflow run id (None for a Learner)."
     if isinstance(learn_or_run, Learner):
-        mp = getattr(learn_or_run, 'repro_manifest', None)
+        mp = last_manifest(learn_or_run)
         if mp is None: raise ValueError("`learn_or_run` is a Learner with no manifest: fit it with ReproCallback first")
         return load_manifest(mp), Path(mp), None
     if not is_mlflow_uri(learn_or_run):
@@ -173,7 +173,7 @@ def register_model(learn_or_run, # a Learner fitted with `ReproCallback`, or an 
     "Register the exported learner as an MLflow pyfunc model with its manifest, if the manifest is complete (and, if asked, reproduced)."
     _check_register_args(name, verify, make_learner, fit)
     tracking_uri, experiment = _tracker_defaults(learn_or_run, tracking_uri, experiment)
-    mp = getattr(learn_or_run, 'repro_manifest', None)
+    mp = last_manifest(learn_or_run)
     uri = tracking_uri_for(tracking_uri, Path(mp).parent if mp else None)
     m, mp, rid = _source_of(learn_or_run, uri)
     gaps = manifest_gaps(m) + _weights_gaps(learn_or_run, m)
@@ -189,7 +189,7 @@ def register_model(learn_or_run, # a Learner fitted with `ReproCallback`, or an 
 
 # %% ../nbs/23_registry.ipynb #85e61472
 def _register(client, name, m, mp, export, run_id, d:Path):
-    "Save the pyfunc model, upload it into the run's artifacts under a folder of its own, and register it as a new version of `name`, tagged with the manifest's facts."
+    "Save the pyfunc model, upload it to its own folder in the run's artifacts, and register it as a new version of `name`."
     manifest = d/'manifest.json'
     if mp is not None: shutil.copyfile(mp, manifest)
     else: manifest.write_text(json.dumps(m, indent=1))

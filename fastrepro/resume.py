@@ -1,4 +1,4 @@
-"""Checkpoint a fit at any epoch or batch; a run killed there and resumed in a fresh process ends bitwise-identical to the uninterrupted run, without replaying any data.
+"""Checkpoint a fit at any epoch or batch: killed there and resumed in a fresh process, it ends bitwise-identical to the uninterrupted run, replaying no data.
 
 Docs: https://fastrepro.github.io/fastrepro/resume.html.md"""
 
@@ -289,16 +289,18 @@ def verify_resume(make_learner, # returns a fresh Learner with ReproCallback; ta
                   num_workers:int=None, # DataLoader workers in every run
                   omit=(), # parts of the state the resume leaves out (`OMITTABLE`): a negative control must differ
                   controls=(), # parts to leave out one at a time in extra resumes of the same kill (`report.controls`): each must differ
-                  reference:dict=None, # an earlier report's `reference` (the same `make_learner`, `fit`, workers, and processes unless in the elastic mode) to reuse
+                  reference:dict=None, # an earlier report's `reference` to reuse: the same `make_learner`, `fit`, workers, and processes unless elastic
                   timeout:float=None, # seconds per run
                   procs=1, # processes per run (several: `torchrun`); a tuple: the killed run's (and the reference's), then each resume's
                   warm:bool=None) -> ResumeReport: # one-process runs forked from warm interpreters (`fastrepro.warm`); None: unless `FASTREPRO_WARM=0`
     "Run `fit` uninterrupted, and cut by SIGKILL then resumed, each in fresh processes; compare weights, optimizer and metrics bitwise."
     ats = (at,) if isinstance(at, int) else tuple(at)
-    if not ats or any(not isinstance(a, int) or isinstance(a, bool) or a < 1 for a in ats): raise ValueError(f"`at` must be a positive int or a tuple of them, got {at!r}")
+    if not ats or any(not isinstance(a, int) or isinstance(a, bool) or a < 1 for a in ats):
+        raise ValueError(f"`at` must be a positive int or a tuple of them, got {at!r}")
     procs = _check_procs(procs, len(ats) + 1)
     ReproCheckpoint(every=cut); omit, controls = _check_omit(omit), _check_omit(controls, 'controls')  # bad input fails here, not in a child
-    if both := [c for c in controls if c in omit]: raise ValueError(f"`controls` {both} are left out of the resume already (`omit`): such a control is the resume itself")
+    if both := [c for c in controls if c in omit]:
+        raise ValueError(f"`controls` {both} are left out of the resume already (`omit`): such a control is the resume itself")
     t0, kw = time.time(), dict(num_workers=num_workers, timeout=timeout, warm=warm)
     with fresh_tempdir('resume') as d, ThreadPoolExecutor(1) as pool:
         ref = pool.submit(_run_child, make_learner, fit, Path(d)/'reference', 'uninterrupted', procs=procs[0], **kw) if reference is None else None

@@ -15,7 +15,7 @@ from fastcore.basics import patch
 from fastprogress.fastprogress import progress_bar
 from .stats import summarize, prediction_band, variance_share, mad_z, OUTLIER_Z
 from .files import atomic_write
-from .manifest import load_manifest, write_manifest, runs_dir
+from .manifest import load_manifest, write_manifest, runs_dir, last_manifest
 from .diff import diff_manifests
 # fastrepro.seed, .fingerprint and .fresh (torch, fastai) are imported where a sweep is made or run: `fastrepro sweep show` reads JSON only
 
@@ -291,8 +291,8 @@ def band(self:Sweep, metric:str='accuracy', level:float=0.95) -> dict:
 # %% ../nbs/18_sweep.ipynb #e0b7cfd7
 def _manifest_of(run) -> dict:
     if isinstance(run, dict): return run
-    if hasattr(run, 'repro_manifest'): return load_manifest(run.repro_manifest)
-    return load_manifest(run)
+    if isinstance(run, (str, os.PathLike)): return load_manifest(run)
+    return load_manifest(last_manifest(run))  # a Learner: its last counted fit's
 
 # %% ../nbs/18_sweep.ipynb #8a27ca8f
 def _recorded_manifest(run:dict) -> dict|None:

@@ -68,7 +68,7 @@ def _capture(t:torch.Tensor) -> tuple:
 
 # %% ../nbs/21_trace.ipynb #e5f15085
 def _fingerprints(captured:list) -> list:
-    "Finish `_capture`s: one transfer of their row hashes and floats to the CPU, then two position-weighted sums per tensor, as `[hex digest, sum, abs-max]` each."
+    "Finish `_capture`s as `[hex digest, sum, abs-max]` per tensor: one transfer to the CPU, then two position-weighted sums."
     if not captured: return []
     rows, floats = zip(*captured)
     dev, n = rows[0].device, len(rows)

@@ -19,8 +19,8 @@ from .capture import check_emulated_numerics, runs_numerics
 from .emulate import check_cpu_model
 
 # %% auto #0
-__all__ = ['CHECKS', 'CPU_MODELS', 'ENV_LAYERS', 'CheckReport', 'default_cpus', 'ReproReport', 'environment_diff', 'metric_moves',
-           'verify_reproducible']
+__all__ = ['CONTRACT_CHECKS', 'CHECKS', 'CPU_MODELS', 'ENV_LAYERS', 'CheckReport', 'default_cpus', 'ReproReport',
+           'environment_diff', 'metric_moves', 'verify_reproducible']
 
 # %% ../nbs/15_verify.ipynb #57fb04f4
 def _abs_diff(a, b):
@@ -51,7 +51,8 @@ def _epoch_same(self:CheckReport, e):
     return all(row is not None and same_bits(row, rows[0]) for row in rows)
 
 # %% ../nbs/15_verify.ipynb #86b42bb1
-CHECKS = ('fresh', 'history', 'workers')
+CONTRACT_CHECKS = ('fresh', 'history', 'workers')  # the contract's guarantees, in the order they run
+CHECKS = CONTRACT_CHECKS + ('cpu',)
 CPU_MODELS = ('Nehalem', 'Haswell', 'EPYC')  # the 'cpu' check's models: plain SSE4.2, AVX2 from Intel, AVX2 from AMD
 
 def default_cpus(numerics:str) -> tuple:
@@ -200,8 +201,8 @@ def _check_args(make_learner, fit, runs, checks, fresh_process, executor):
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2: raise ValueError(f"`runs` must be an int >= 2, got {runs!r}")
     for name, f in (('make_learner', make_learner), ('fit', fit)):
         if not callable(f): raise TypeError(f"`{name}` must be callable, got {type(f).__name__}")
-    if isinstance(checks, str) or not checks or any(c not in CHECKS + ('cpu',) for c in checks):
-        raise ValueError(f"`checks` must be a non-empty tuple of {CHECKS + ('cpu',)}, got {checks!r}")
+    if isinstance(checks, str) or not checks or any(c not in CHECKS for c in checks):
+        raise ValueError(f"`checks` must be a non-empty tuple of {CHECKS}, got {checks!r}")
     if executor is not None and not isinstance(executor, Executor):
         raise TypeError(f"`executor` must be a concurrent.futures.Executor (e.g. a Dask client's get_executor()), got {type(executor).__name__}")
     if executor is not None and not fresh_process: raise ValueError("`executor` runs fresh processes: it needs fresh_process=True")
@@ -227,7 +228,7 @@ def verify_reproducible(make_learner, # callable returning a Learner; for 'worke
     native = fresh[0] if fresh else 'native'
     groups = dict(fresh=fresh, history=fresh[:1] + ['history'], workers=['w0', 'w2'],
                   **{f'cpu:{m}': [native, m] for m in (cpus if 'cpu' in checks else ())})
-    ran = [c for c in CHECKS if c in checks and c not in skipped] + [g for g in groups if g.startswith('cpu:')]
+    ran = [c for c in CONTRACT_CHECKS if c in checks and c not in skipped] + [g for g in groups if g.startswith('cpu:')]
     comparisons = {c: CheckReport([results[l] for l in groups[c]], groups[c]) for c in ran}
     return ReproReport(comparisons, skipped, fresh_process, _keep_manifests(results) if fresh_process else None)
 

@@ -12,6 +12,7 @@ import torch
 from fastai.vision.all import accuracy, Callback
 import fastai.distributed  # Learner.distrib_ctx
 from fastai.distributed import DistributedDL
+from fastrepro.manifest import last_manifest
 from fastrepro.learner import repro_learner
 from fastrepro.examples import digits_path, digits_dblock, digits_cnn
 from fastrepro.fingerprint import hash_state_dict
@@ -72,7 +73,7 @@ def main():
     else:
         sd = unwrap_model(learn.model).state_dict()
         out.update(weights=hash_state_dict(sd), values=[[float(v) for v in vs] for vs in learn.recorder.values], batches=log.log,
-                   manifest=str(learn.repro_manifest) if rank == 0 else None)
+                   manifest=str(last_manifest(learn)) if rank == 0 else None)
         if a.save_weights and rank == 0: torch.save(sd, f"{a.out}.pt")
     with open(f"{a.out}.rank{rank}.json", 'w') as f: json.dump(out, f)
     if torch.distributed.is_initialized() and 'error' not in out: torch.distributed.destroy_process_group()

@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from fastai.vision.all import accuracy, Callback
 import fastai.distributed  # Learner.distrib_ctx
+from fastrepro.manifest import last_manifest
 from fastrepro.learner import repro_learner
 from fastrepro.examples import digits_path, digits_dblock, digits_cnn
 from fastrepro.fingerprint import hash_state_dict
@@ -64,9 +65,9 @@ def run_app(app:str, out:str, world:int, global_bs:int=64, shards:int=4, epochs:
                 with learn.distrib_ctx(sync_bn=False, cpu=True): fit(learn)
             else: fit(learn)
     except Exception as e: return dict(error=f"{type(e).__name__}: {e}")
-    m = load_manifest(learn.repro_manifest) if int(os.environ.get('RANK', 0)) == 0 else {}
+    m = load_manifest(last_manifest(learn)) if int(os.environ.get('RANK', 0)) == 0 else {}
     mode = (m.get('hyperparameters') or {}).get('elastic')
-    return dict(epochs=hashes.log, values=[[float(v) for v in vs] for vs in learn.recorder.values], manifest=str(learn.repro_manifest) if m else None,
+    return dict(epochs=hashes.log, values=[[float(v) for v in vs] for vs in learn.recorder.values], manifest=str(last_manifest(learn)) if m else None,
                 workers=(learn.dls.train.fake_l.num_workers, start_method()),  # how its loaders ran
                 elastic=dict(**mode, world_size=m['hardware']['topology']['world_size']) if mode else None)
 

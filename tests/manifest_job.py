@@ -9,6 +9,7 @@ python tests/manifest_job.py serve                 reads such commands from stdi
 import json, sys, time, warnings
 warnings.filterwarnings('ignore')
 from fastai.vision.all import accuracy
+from fastrepro.manifest import last_manifest
 from fastrepro.all import repro_learner, digits_dblock, digits_cnn, wine_learner
 
 def digits(data, seed, lr):
@@ -32,8 +33,8 @@ def serve():
     "One JSON list of arguments per line on stdin; each manifest's path on stdout, after `manifest: `."
     for line in sys.stdin:
         job, *args = json.loads(line)
-        print(f'manifest: {JOBS[job](*args).repro_manifest}', flush=True)
+        print(f'manifest: {last_manifest(JOBS[job](*args))}', flush=True)
 
 if __name__ == '__main__':
     if sys.argv[1] == 'serve': serve()
-    else: print(JOBS[sys.argv[1]](*sys.argv[2:]).repro_manifest)
+    else: print(last_manifest(JOBS[sys.argv[1]](*sys.argv[2:])))

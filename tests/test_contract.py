@@ -139,3 +139,32 @@ def test_two_torch_threads_are_reproducible_too():
     payload = fresh_payload(_digits, lambda learn: learn.fit(1, 1e-2), threads=2)
     a, b = run_fresh(payload), run_fresh(payload)  # one after the other: at once, they would share the two cores
     assert CheckReport([a, b]).identical
+
+# A learner class that reimplements fastai's `Learner` instead of subclassing it (issue 46, point 3): its namespace is
+# Learner's as fastai leaves it, copied before fastrepro is imported, so it has no name fastrepro could patch onto Learner.
+OWN_LEARNER = """
+import json, sys, torch
+from fastai.vision.all import Learner  # with the names fastai itself patches onto it (`no_bar`, `fit_one_cycle`, ...)
+from fastai.test_utils import synth_dbunch, RegModel
+from fastai.losses import MSELossFlat
+OwnLearner = type('OwnLearner', Learner.__bases__, {k: v for k, v in vars(Learner).items() if k not in ('__dict__', '__weakref__')})
+from fastcore.basics import patch
+from fastrepro.all import ReproCallback, last_manifest, load_manifest, hash_state_dict
+@patch(as_prop=True)
+def patched_later(self:Learner): return 1  # what a callback must not rely on: `OwnLearner` does not have it
+assert not isinstance(OwnLearner, Learner) and hasattr(Learner, 'patched_later') and not hasattr(OwnLearner, 'patched_later')
+def fit(cls):
+    torch.manual_seed(0)  # the same data and initial weights for both classes: ReproCallback keys the fit, not the model
+    learn = cls(synth_dbunch(bs=16), RegModel(), loss_func=MSELossFlat())
+    with learn.no_bar(), learn.no_logging(): learn.fit(2, 1e-2, cbs=ReproCallback(seed=7))
+    return hash_state_dict(learn.model.state_dict()), load_manifest(last_manifest(learn))['status']
+print(json.dumps([fit(Learner), fit(OwnLearner)]))
+"""
+
+def test_any_learner_fastais_callbacks_accept():
+    "`ReproCallback` on a learner class that is not a `Learner`: the same bits and a completed manifest, through no patched name."
+    import json, subprocess
+    r = subprocess.run([sys.executable, '-c', OWN_LEARNER], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    stock, own = json.loads(r.stdout.strip().splitlines()[-1])
+    assert own == stock and own[1] == 'completed'

@@ -13,6 +13,7 @@ from torch import nn
 from fastai.callback.core import Callback
 from fastai.optimizer import Optimizer, weight_decay, average_grad, average_sqr_grad, step_stat, adam_step
 from fastai.vision.all import accuracy, CrossEntropyLossFlat, Transform, PILImage
+from fastrepro.manifest import last_manifest
 from fastrepro.trace import TraceCallback, TraceError, load_trace
 from fastrepro.diverge import compare_traces, find_divergence, _StopAfter
 from fastrepro.examples import digits_cnn, digits_dblock, digits_path
@@ -250,13 +251,13 @@ def test_cli_diverge_exit_codes(traces, tmp_path):
 def test_diff_suggests_the_divergence_check(tmp_path):
     from fastrepro.manifest import load_manifest
     _, learn = traced(digits_learner, fit_digits, tmp_path/'t.jsonl', steps=2)
-    m = load_manifest(learn.repro_manifest)
+    m = load_manifest(last_manifest(learn))
     other = json.loads(json.dumps(m)); other['run_id'] += 'x'; other['results']['final_weights_sha256'] = '0' * 64
     (tmp_path/'b.json').write_text(json.dumps(other))
-    rc, out, _ = cli('diff', learn.repro_manifest, tmp_path/'b.json')
+    rc, out, _ = cli('diff', last_manifest(learn), tmp_path/'b.json')
     assert rc == 1 and 'every input layer is identical but the results differ' in out, out
     other['randomness']['seed'] = 7; (tmp_path/'c.json').write_text(json.dumps(other))
-    rc, out, _ = cli('diff', learn.repro_manifest, tmp_path/'c.json')
+    rc, out, _ = cli('diff', last_manifest(learn), tmp_path/'c.json')
     assert rc == 1 and 'seed' in out and 'every input layer is identical' not in out, out  # an input differs: no hint
 
 class NoiseFromStep(nn.Module):

@@ -8,6 +8,7 @@ import cloudpickle, pytest, torch
 pytest.importorskip('mlflow')
 from mlflow import MlflowClient
 from fastai.vision.all import accuracy, Callback
+from fastrepro.manifest import last_manifest
 from fastrepro.learner import repro_learner
 from fastrepro.examples import digits_path, digits_dblock, digits_cnn
 from fastrepro.manifest import load_manifest
@@ -135,14 +136,14 @@ _cli = run_cli
 def test_diff_of_two_mlflow_runs_is_the_diff_of_their_files(server, runs):
     a, b = _digits(mlflow=server.uri), _digits(mlflow=server.uri)
     with a.no_bar(), b.no_bar(): a.fit(1, 1e-2); b.fit(1, 5e-3)
-    files = _cli('diff', str(a.repro_manifest), str(b.repro_manifest))
+    files = _cli('diff', str(last_manifest(a)), str(last_manifest(b)))
     uris = _cli('--tracking-uri', server.uri, 'diff', f'runs:/{a.mlflow_run_id}', f'mlflow:{b.mlflow_run_id}')
     assert (uris.returncode, uris.stdout) == (files.returncode, files.stdout) == (1, files.stdout), uris.stderr
     assert 'lr' in files.stdout and 'results:' in files.stdout
-    same = _cli('--tracking-uri', server.uri, 'diff', f'runs:/{a.mlflow_run_id}', str(a.repro_manifest))
+    same = _cli('--tracking-uri', server.uri, 'diff', f'runs:/{a.mlflow_run_id}', str(last_manifest(a)))
     assert (same.returncode, same.stdout.strip()) == (0, 'nothing that can change results differs')
     show = _cli('--tracking-uri', server.uri, 'show', f'runs:/{a.mlflow_run_id}')
-    assert show.returncode == 0 and load_manifest(a.repro_manifest)['run_id'] in show.stdout
+    assert show.returncode == 0 and load_manifest(last_manifest(a))['run_id'] in show.stdout
     listed = _cli('runs', '--mlflow', server.uri)
     assert listed.returncode == 0 and a.mlflow_run_id in listed.stdout and b.mlflow_run_id in listed.stdout
     missing = _cli('--tracking-uri', server.uri, 'show', 'runs:/0123456789abcdef')
@@ -177,7 +178,7 @@ def test_registry_gate_refuses_incomplete_runs_and_registers_reproduced_ones(run
     mv = register_model(f'runs:/{learn.mlflow_run_id}', 'digits', verify=True, make_learner=partial(_digits, mlflow=uri), fit=_fit)
     assert _fastrepro_ids(uri) == before
     assert str(mv.version) == '1' and mv.run_id == learn.mlflow_run_id
-    assert mv.tags['fastrepro.final_weights_sha256'] == load_manifest(learn.repro_manifest)['results']['final_weights_sha256']
+    assert mv.tags['fastrepro.final_weights_sha256'] == load_manifest(last_manifest(learn))['results']['final_weights_sha256']
     mv2 = register_model(learn, 'digits')
     assert str(mv2.version) == '2' and mv2.source != mv.source  # a new version never replaces an earlier one's files
     import mlflow.pyfunc, mlflow.artifacts
@@ -206,7 +207,7 @@ def test_server_killed_mid_fit_loses_nothing_and_sync_uploads_once(tmp_path, run
     assert len(msgs) == 1 and 'mlflow sync' in msgs[0], msgs
     command = shlex.split(msgs[0].split('`')[1])  # the warning's own command names this server's store
     assert command[:3] == ['fastrepro', '--tracking-uri', srv.uri] and learn.mlflow_run_id
-    m = load_manifest(learn.repro_manifest)
+    m = load_manifest(last_manifest(learn))
     assert m['status'] == 'completed' and len(m['results']['epochs']) == 3
     assert took < 120, took  # bounded calls: no 4-minute retry loop
     srv = Server(tmp_path/'srv', srv.port).start()  # the same database and artifacts, restarted
@@ -288,7 +289,7 @@ def test_no_planted_secret_reaches_the_store(server, runs, tmp_path, monkeypatch
     token = 'alice-s3cr3t-tok3n-9f8e7d'
     learn = _digits(mlflow=MLflowReproCallback(tracking_uri=f'http://alice:{token}@127.0.0.1:{server.port}', log_model=True))
     with learn.no_bar(): learn.fit(1, 1e-2)
-    m = load_manifest(learn.repro_manifest)
+    m = load_manifest(last_manifest(learn))
     assert MlflowClient(server.uri).get_run(learn.mlflow_run_id).data.tags['fastrepro.logged'] == 'complete'
     store = [server.root/'server.db', *[p for p in (server.root/'artifacts').rglob('*') if p.is_file()]]
     assert any(p.name == 'export.pkl' for p in store)
@@ -304,7 +305,7 @@ def test_an_early_stopped_save_model_run_is_exported_and_registered(runs):
     with learn.no_bar(), learn.no_logging(), warnings.catch_warnings(record=True) as w:
         warnings.simplefilter('always'); APPS['save_early'].fit(learn)
     assert not [str(x.message) for x in w if 'export' in str(x.message)]
-    m = load_manifest(learn.repro_manifest)
+    m = load_manifest(last_manifest(learn))
     assert (m['status'], m['stopped_early']) == ('completed', {'by': 'EarlyStoppingCallback', 'epoch': 1})
     assert m['results']['final_weights_sha256'] == hash_state_dict(learn.model.state_dict())
     assert any(a['path'].endswith(f"{m['run_id']}.pkl") for a in m['artifacts'])

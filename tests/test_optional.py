@@ -26,7 +26,7 @@ def test_the_core_works_without_accelerate():
         import sys; sys.modules['accelerate'] = None
         from fastai.test_utils import synth_learner
         from fastrepro.all import ReproCallback
-        learn = synth_learner(cbs=ReproCallback(seed=1, manifest=False))
+        learn = synth_learner(cbs=ReproCallback(seed=1, record=False))
         learn.fit(1)
         print('imported', sorted(m for m in sys.modules if m.endswith('.distributed') and m.startswith('fast')))
         print('mlflow imported:', 'fastrepro.mlflow' in sys.modules)  # MLflow is installed here: fastrepro.all still leaves it out
@@ -45,7 +45,7 @@ def test_the_core_works_without_dvc():
         from fastai.test_utils import synth_learner
         from fastrepro.all import ReproCallback
         from fastrepro.dvc import data_version
-        learn = synth_learner(cbs=ReproCallback(seed=1, manifest=False))
+        learn = synth_learner(cbs=ReproCallback(seed=1, record=False))
         learn.fit(1)
         print('dvc imported:', any(m.startswith('dvc') and sys.modules[m] is not None for m in sys.modules))
         print('outside DVC:', data_version('.'))
