@@ -54,34 +54,36 @@ class ReproCallback(Callback):
     def _init_state(self): self.manifest, self.nondet_ops, self.group = None, None, None
 
 # %% ../nbs/12_callback.ipynb #a3516619
+REPRO_SETTINGS = dict(seed=42, deterministic='warn', numerics=None, shards=None, rebuild=False, record=True, runs_dir=None)  # and defaults
+
 def repro_callbacks(learn) -> list:
     "The `ReproCallback`s of `learn`, in the order they were added."
     return [cb for cb in learn.cbs if isinstance(cb, ReproCallback)]
 
 @patch
-def _resolve(self:ReproCallback, attr, default):
-    "Setting `attr`: this callback's, else the learner's first `ReproCallback`'s, else `default`."
+def _resolve(self:ReproCallback, attr):
+    "Setting `attr`: this callback's, else the learner's first `ReproCallback`'s, else its default (`REPRO_SETTINGS`)."
     for cb in (self, *repro_callbacks(self.learn)[:1]):
         if getattr(cb, attr) is not None: return getattr(cb, attr)
-    return default
+    return REPRO_SETTINGS[attr]
 @patch
 def resolved_seed(self:ReproCallback) -> int:
     "The seed this callback keys its fits with: its own, else the first `ReproCallback`'s, else 42."
-    return self._resolve('seed', 42)
+    return self._resolve('seed')
 @patch
 def after_create(self:ReproCallback): reseed_dls(self.dls, self.resolved_seed(), fit=None)
 
 def active_repro(learn) -> ReproCallback|None:
     "The `ReproCallback` that runs `learn`'s fits (the last one added), or None."
-    return next(iter(repro_callbacks(learn)[::-1]), None)
+    cbs = repro_callbacks(learn)
+    return cbs[-1] if cbs else None
 
-REPRO_SETTINGS = dict(seed=42, deterministic='warn', numerics=None, shards=None, rebuild=False, record=True, runs_dir=None)  # and defaults
 def setting_changes(learn) -> dict:
     "{setting: (the first `ReproCallback`'s, the active one's)} for each setting the active one sets to another value."
     cbs = repro_callbacks(learn)
     if len(cbs) < 2: return {}
     first, last = cbs[0], cbs[-1]
-    was = {k: first._resolve(k, d) for k, d in REPRO_SETTINGS.items()}
+    was = {k: first._resolve(k) for k in REPRO_SETTINGS}
     return {k: (was[k], getattr(last, k)) for k in REPRO_SETTINGS if getattr(last, k) is not None and getattr(last, k) != was[k]}
 
 # %% ../nbs/12_callback.ipynb #f33674e4
@@ -103,8 +105,8 @@ def before_fit(self:ReproCallback):
     canonical_state(self.learn)
     _no_clock_in_pickle(self.learn)
     fit = f'lr_find:{self.fit_index}' if self.kind == 'lr_find' else self.fit_index
-    self.learn.repro_record = set_seed(stream_seed(self.fit_seed, 'fit', fit), reproducible=True, deterministic=self._resolve('deterministic', 'warn'),
-                                         numerics=self._resolve('numerics', None))
+    self.learn.repro_record = set_seed(stream_seed(self.fit_seed, 'fit', fit), reproducible=True, deterministic=self._resolve('deterministic'),
+                                         numerics=self._resolve('numerics'))
     reseed_dls(self.dls, self.fit_seed, fit)
     self._join(fit)
     self.learn._with_events = _FailedFitGuard(self)
